@@ -1,0 +1,14 @@
+FROM python:3.11-slim
+WORKDIR /app
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+COPY pyproject.toml README.md ./
+COPY gateway ./gateway
+COPY workspaces ./workspaces
+COPY routing ./routing
+COPY presets ./presets
+COPY audit ./audit
+COPY templates ./templates
+COPY manage.py ./
+RUN pip install . && mkdir -p var
+EXPOSE 8000
+CMD ["uvicorn", "gateway.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--lifespan", "on"]

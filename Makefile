@@ -1,0 +1,46 @@
+# Switchyard — `make run` and `make test` do all the set-up on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: install run test test-postgres lint fmt migrate bench fakeupstream worker up clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(BIN)/python manage.py migrate --noinput
+
+run: migrate
+	$(BIN)/python manage.py bootstrap --demo --key-file var/demo-key
+	$(BIN)/python manage.py rundemo --key-file var/demo-key
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+worker: install
+	$(BIN)/celery -A gateway worker --loglevel INFO
+
+up:
+	docker compose up -d postgres redis
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3* var/static

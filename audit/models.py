@@ -1,0 +1,51 @@
+"""What happened: one RequestTrace per gateway request (decision, attempts, usage, cost —
+never prompt or completion content) and AdminEvents for configuration changes."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from workspaces.models import ApiKey, Workspace
+
+
+class RequestTrace(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)  # the trace id
+    request_id = models.CharField(max_length=64)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="traces")
+    api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    operation = models.CharField(max_length=24)  # chat.completions | responses | embeddings
+    requested_model = models.CharField(max_length=200)
+    model = models.CharField(max_length=200, blank=True, default="")  # the model that answered
+    provider = models.CharField(max_length=64, blank=True, default="")
+    endpoint = models.CharField(max_length=200, blank=True, default="")
+    stream = models.BooleanField(default=False)
+    status_code = models.PositiveSmallIntegerField()
+    error_code = models.CharField(max_length=64, blank=True, default="")
+    decision = models.JSONField(default=dict)
+    attempts = models.JSONField(default=list)
+    usage = models.JSONField(default=dict)
+    cost_micros = models.BigIntegerField(default=0)  # USD × 1e6
+    latency_ms = models.PositiveIntegerField(default=0)
+    ttfb_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.requested_model} → {self.status_code}"
+
+
+class AdminEvent(models.Model):
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=150)  # username, or "cli:<command>"
+    workspace = models.ForeignKey(Workspace, on_delete=models.SET_NULL, null=True, blank=True)
+    action = models.CharField(max_length=64)  # e.g. api_key.create, config.apply
+    target = models.CharField(max_length=200, blank=True, default="")
+    changes = models.JSONField(default=dict, blank=True)  # never secrets
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"

@@ -1,0 +1,56 @@
+"""The trace writer: request traces are queued in memory and bulk-inserted off the
+request path, every `flush_s` or when `flush()` is awaited (shutdown, trace lookups)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from audit.models import RequestTrace
+
+log = logging.getLogger(__name__)
+MAX_PENDING = 10_000  # beyond this the oldest traces are dropped, loudly, not the requests
+
+
+class TraceWriter:
+    def __init__(self, flush_s: float) -> None:
+        self.flush_s = flush_s
+        self._pending: list[dict[str, Any]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def record(self, fields: dict[str, Any]) -> None:
+        """Queue one trace (RequestTrace field values). Never blocks, never raises."""
+        if len(self._pending) >= MAX_PENDING:
+            log.error("trace queue full; dropping the oldest trace")
+            self._pending.pop(0)
+        self._pending.append(fields)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        await asyncio.sleep(self.flush_s)
+        await self.flush()
+
+    async def flush(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return
+            try:
+                await sync_to_async(_insert)(batch)
+            except Exception:
+                log.exception("writing %d traces failed; they will be retried", len(batch))
+                self._pending[:0] = batch
+
+    def pending(self) -> list[dict[str, Any]]:
+        return list(self._pending)
+
+
+def _insert(batch: list[dict[str, Any]]) -> None:
+    RequestTrace.objects.bulk_create([RequestTrace(**fields) for fields in batch])

@@ -1,0 +1,203 @@
+"""The load generator: N closed-loop clients posting chat completions for a fixed window.
+
+It shares two cores with the servers it measures, so every request costs as little
+Python as possible: one aiohttp session and connector per run, the body encoded once,
+no cookie jar, no decompression, and streams read as raw chunks (one `readany` per
+network read, not one `readline` per SSE line), looking only for the first complete
+`data:` line and the closing `data: [DONE]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import aiohttp
+import orjson
+import uvloop
+
+from bench.results import CpuShare, Measurement
+
+# One request may not take longer than this; a slower one counts as an error.
+REQUEST_TIMEOUT_S = 30.0
+# After the window closes, in-flight requests get this long before they are cancelled.
+DRAIN_TIMEOUT_S = 10.0
+# Distinct error descriptions kept per run, to print under the table.
+MAX_ERROR_SAMPLES = 5
+# Enough trailing bytes to hold `data: [DONE]` plus its blank-line terminator.
+TAIL_BYTES = 32
+DONE_LINE = b"data: [DONE]"
+PROMPT = [{"role": "user", "content": "Say hello to the benchmark."}]
+
+# CPU seconds so far by role: "loadgen", "fake", "gateway", "worker N" (zero-padded N),
+# and "machine" (busy time of all CPUs).
+CpuProbe = Callable[[], Mapping[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str  # "fake alone" | "direct" | "gateway"
+    url: str  # the full /v1/chat/completions URL
+    model: str
+    api_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    stream: bool
+    concurrency: int
+    warmup_s: float
+    duration_s: float
+
+
+class BadStream(Exception):
+    """A 200 stream that was not a complete SSE chat stream."""
+
+
+@dataclass
+class _Tally:
+    """What the clients of one run write into; read once the run is over."""
+
+    window_start: float
+    window_end: float
+    latencies_s: list[float] = field(default_factory=list)
+    ttfbs_s: list[float] = field(default_factory=list)
+    errors: Counter[str] = field(default_factory=Counter)
+    error_samples: list[str] = field(default_factory=list)
+    sent: int = 0
+
+    def error(self, kind: str, detail: str) -> None:
+        self.errors[kind] += 1
+        sample = f"{kind}: {detail[:300]}"
+        if len(self.error_samples) < MAX_ERROR_SAMPLES and sample not in self.error_samples:
+            self.error_samples.append(sample)
+
+
+def run_load(target: Target, load: Load, probe: CpuProbe, cpus: int) -> Measurement:
+    """Drive `target` for warm-up + duration on a fresh uvloop loop; bounded in time."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        tally, cpu = runner.run(_drive(target, load, probe, cpus))
+    return Measurement(
+        target=target.name,
+        stream=load.stream,
+        concurrency=load.concurrency,
+        window_s=load.duration_s,
+        latencies_s=tally.latencies_s,
+        ttfbs_s=tally.ttfbs_s,
+        errors=dict(tally.errors),
+        sent=tally.sent,
+        upstream_calls=0,
+        cpu=cpu,
+        error_samples=tuple(tally.error_samples),
+    )
+
+
+async def _drive(target: Target, load: Load, probe: CpuProbe, cpus: int) -> tuple[_Tally, CpuShare]:
+    body = orjson.dumps({"model": target.model, "messages": PROMPT, "stream": load.stream})
+    headers = {"Authorization": f"Bearer {target.api_key}", "Content-Type": "application/json"}
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=load.concurrency),
+        timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=False,
+    )
+    async with session:
+        started = time.perf_counter()
+        tally = _Tally(started + load.warmup_s, started + load.warmup_s + load.duration_s)
+        tasks = [
+            asyncio.create_task(_client(session, target.url, body, headers, load.stream, tally))
+            for _ in range(load.concurrency)
+        ]
+        cpu = await _sample_cpu(tally, probe, cpus)
+        _done, pending = await asyncio.wait(tasks, timeout=DRAIN_TIMEOUT_S)
+        for task in pending:
+            task.cancel()
+            tally.error("unfinished", f"still running {DRAIN_TIMEOUT_S:g} s after the window")
+        await asyncio.gather(*pending, return_exceptions=True)
+    return tally, cpu
+
+
+async def _client(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    stream: bool,
+    tally: _Tally,
+) -> None:
+    """One closed-loop client: send, wait for the whole answer, repeat until the window ends.
+
+    A request counts when it ends inside the window, so the warm-up's and the drain's
+    requests add neither to the rate nor to the latencies; errors count whenever they occur.
+    """
+    perf = time.perf_counter
+    window_start, window_end = tally.window_start, tally.window_end
+    latencies, ttfbs = tally.latencies_s, tally.ttfbs_s
+    while (start := perf()) < window_end:
+        tally.sent += 1
+        try:
+            async with session.post(url, data=body, headers=headers) as response:
+                first = perf()  # the response head has arrived
+                if response.status != 200:
+                    detail = (await response.read()).decode("utf-8", "replace")
+                    tally.error(f"HTTP {response.status}", detail)
+                    continue
+                if stream:
+                    first = await _read_stream(response.content)
+                else:
+                    await response.read()
+        except BadStream as exc:
+            tally.error("bad stream", str(exc))
+            continue
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            tally.error(type(exc).__name__, repr(exc))
+            continue
+        end = perf()
+        if window_start <= end < window_end:
+            latencies.append(end - start)
+            ttfbs.append(first - start)
+
+
+async def _read_stream(content: aiohttp.StreamReader) -> float:
+    """Read a whole SSE stream; return when its first complete `data:` line had arrived.
+
+    Raises BadStream when no data line came or the stream did not end with `[DONE]`.
+    """
+    first = 0.0
+    head = b""
+    tail = b""
+    async for chunk in content.iter_any():
+        if not first:
+            head += chunk
+            at = head.find(b"data:")
+            if at >= 0 and head.find(b"\n", at) >= 0:
+                first = time.perf_counter()
+                head = b""
+        tail = chunk[-TAIL_BYTES:] if len(chunk) >= TAIL_BYTES else (tail + chunk)[-TAIL_BYTES:]
+    if not first:
+        raise BadStream(f"no data line; ends with {tail!r}")
+    if not tail.rstrip().endswith(DONE_LINE):
+        raise BadStream(f"no [DONE]; ends with {tail!r}")
+    return first
+
+
+async def _sample_cpu(tally: _Tally, probe: CpuProbe, cpus: int) -> CpuShare:
+    """CPU seconds each role spent between the window's start and end."""
+    await asyncio.sleep(max(tally.window_start - time.perf_counter(), 0.0))
+    before = probe()
+    opened = time.perf_counter()
+    await asyncio.sleep(max(tally.window_end - time.perf_counter(), 0.0))
+    after = probe()
+    elapsed_s = time.perf_counter() - opened
+    spent = {role: after[role] - before[role] for role in after}
+    return CpuShare(
+        loadgen_s=spent["loadgen"],
+        fake_s=spent["fake"],
+        gateway_s=spent["gateway"],
+        workers_s=tuple(spent[role] for role in sorted(spent) if role.startswith("worker ")),
+        machine_busy_s=spent["machine"],
+        machine_capacity_s=elapsed_s * cpus,
+    )

@@ -1,0 +1,191 @@
+"""Rendering a benchmark run as Markdown: machine facts, method, the fake upstream alone,
+direct vs gateway with the issue's bars, CPU shares, memory, and every error seen."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from bench.results import Measurement, Pair, Verdict
+from bench.run import BenchReport
+
+# A client process using more of a core than this may be what limits the rate.
+LOADGEN_SATURATED_PCT = 85.0
+# The fake upstream alone should serve at least this many times the gateway's rate.
+FAKE_HEADROOM_MIN = 2.0
+# Busy time beyond our processes above this (% of one core) means someone else was busy.
+OTHERS_NOTICEABLE_PCT = 25.0
+
+
+def render(report: BenchReport) -> str:
+    return "\n".join(
+        [
+            *_heading(report),
+            *_fake_alone(report.fake_alone),
+            *_comparison(report.pairs, report.verdicts),
+            *_cpu(report.pairs),
+            *_memory(report),
+            *_bars(report.verdicts),
+            *_warnings(report),
+            *_errors(report),
+        ]
+    )
+
+
+def _heading(report: BenchReport) -> list[str]:
+    options, gw = report.options, report.options.gateway
+    facts = ", ".join(f"{name} {value}" for name, value in report.facts.items())
+    conc = ", ".join(str(c) for c in options.concurrencies)
+    return [
+        f"## Switchyard benchmark: {gw.server}, {gw.workers} workers, {gw.transport} transport",
+        "",
+        f"Machine: {facts}.",
+        "",
+        f"Method: fake upstream (profile fast, 20-token replies, streams of 20 chunks) and the"
+        f" gateway on 127.0.0.1, sharing the machine with the load generator (aiohttp,"
+        f" closed loop, one connection per client). Concurrency {conc}; each scenario"
+        f" {options.warmup_s:g} s warm-up, then a {options.duration_s:g} s window. Latency is"
+        f" the whole response or stream; TTFB is the response head (non-stream) or the first"
+        f" `data:` line (stream). Errors count non-200s, streams without `[DONE]` and"
+        f" transport failures, warm-up included.",
+        "",
+    ]
+
+
+def _fake_alone(measurements: Sequence[Measurement]) -> list[str]:
+    rows = [
+        "### Fake upstream alone (sanity) and load-generator ceiling",
+        "",
+        "| mode | conc | req/s | p50 ms | p99 ms | TTFB p50 ms | errors | loadgen CPU %"
+        " | loadgen µs/req | loadgen ceiling req/s/core | fake CPU % | fake µs/req |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for m in measurements:
+        loadgen_us = m.cpu_us_per_request(m.cpu.loadgen_s)
+        rows.append(
+            f"| {m.mode} | {m.concurrency} | {_n(m.rate_per_s, 0)} | {_n(m.p50_ms)}"
+            f" | {_n(m.p99_ms)} | {_n(m.ttfb_p50_ms)} | {m.error_count}"
+            f" | {_pct(m, m.cpu.loadgen_s)} | {_n(loadgen_us, 0)} | {_n(1e6 / loadgen_us, 0)}"
+            f" | {_pct(m, m.cpu.fake_s)} | {_n(m.cpu_us_per_request(m.cpu.fake_s), 0)} |"
+        )
+    return [*rows, ""]
+
+
+def _comparison(pairs: Sequence[Pair], verdicts: Sequence[Verdict]) -> list[str]:
+    bars = {v.scenario: v for v in verdicts if v.scenario}
+    rows = [
+        "### Direct vs gateway",
+        "",
+        "| mode | conc | direct /s | gateway /s | gw/direct | p50 direct ms | p50 gw ms"
+        " | added p50 ms | p99 direct ms | p99 gw ms | TTFB direct ms | TTFB gw ms"
+        " | added TTFB ms | errors direct/gw | bar |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+    ]
+    for p in pairs:
+        d, g = p.direct, p.gateway
+        bar = bars.get((g.stream, g.concurrency))
+        rows.append(
+            f"| {g.mode} | {g.concurrency} | {_n(d.rate_per_s, 0)} | {_n(g.rate_per_s, 0)}"
+            f" | {_n(p.rate_ratio)} | {_n(d.p50_ms)} | {_n(g.p50_ms)}"
+            f" | {_n(p.added_p50_ms, 2, '+')} | {_n(d.p99_ms)} | {_n(g.p99_ms)}"
+            f" | {_n(d.ttfb_p50_ms)} | {_n(g.ttfb_p50_ms)}"
+            f" | {_n(p.added_ttfb_ms, 2, '+')} | {d.error_count}/{g.error_count}"
+            f" | {bar.result if bar else ''} |"
+        )
+    return [*rows, ""]
+
+
+def _cpu(pairs: Sequence[Pair]) -> list[str]:
+    rows = [
+        "### CPU during the window (% of one core) and per request",
+        "",
+        "| mode | conc | target | loadgen % | fake % | gateway % | per worker % | others %"
+        " | machine busy % | loadgen µs/req | gateway µs/req | upstream calls/req |",
+        "|---|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|",
+    ]
+    for m in (m for p in pairs for m in (p.direct, p.gateway)):
+        gateway_us = m.cpu_us_per_request(m.cpu.gateway_s) if m.target == "gateway" else math.nan
+        calls = m.upstream_calls / m.sent if m.sent else math.nan
+        rows.append(
+            f"| {m.mode} | {m.concurrency} | {m.target} | {_pct(m, m.cpu.loadgen_s)}"
+            f" | {_pct(m, m.cpu.fake_s)} | {_pct(m, m.cpu.gateway_s)}"
+            f" | {' + '.join(_pct(m, s) for s in m.cpu.workers_s)}"
+            f" | {_pct(m, m.cpu.others_s)} | {_n(m.cpu.machine_busy_pct, 0)}"
+            f" | {_n(m.cpu_us_per_request(m.cpu.loadgen_s), 0)} | {_n(gateway_us, 0)}"
+            f" | {_n(calls, 3)} |"
+        )
+    return [*rows, ""]
+
+
+def _memory(report: BenchReport) -> list[str]:
+    rows = [
+        "### Gateway memory (VmRSS, MB)",
+        "",
+        "| when | server process | workers | workers sum | total |",
+        "|---|--:|---|--:|--:|",
+    ]
+    for sample in report.rss:
+        workers = ", ".join(f"{mb:.1f}" for mb in sample.workers_mb)
+        rows.append(
+            f"| {sample.label} | {sample.master_mb:.1f} | {workers}"
+            f" | {sum(sample.workers_mb):.1f} | {sample.total_mb:.1f} |"
+        )
+    return [*rows, ""]
+
+
+def _bars(verdicts: Sequence[Verdict]) -> list[str]:
+    rows = ["### Bars", "", "| bar | measured | result |", "|---|---|---|"]
+    rows += [f"| {v.bar} | {v.measured} | {v.result} |" for v in verdicts]
+    return [*rows, ""]
+
+
+def _warnings(report: BenchReport) -> list[str]:
+    """Say so when the numbers may be limited by the bench rather than the gateway."""
+    notes = []
+    alone = {m.stream: m for m in report.fake_alone}
+    for p in report.pairs:
+        g = p.gateway
+        if g.cpu.loadgen_s / g.window_s * 100 > LOADGEN_SATURATED_PCT:
+            notes.append(
+                f"- {g.mode} c{g.concurrency}: the load generator used"
+                f" {_pct(g, g.cpu.loadgen_s)} % of a core; it may limit the gateway's rate."
+            )
+        fake = alone.get(g.stream)
+        if fake and fake.rate_per_s < FAKE_HEADROOM_MIN * g.rate_per_s:
+            notes.append(
+                f"- {g.mode} c{g.concurrency}: the fake upstream alone served only"
+                f" {fake.rate_per_s:.0f}/s, under {FAKE_HEADROOM_MIN:g}x the gateway's"
+                f" {g.rate_per_s:.0f}/s."
+            )
+    for m in (*report.fake_alone, *(m for p in report.pairs for m in (p.direct, p.gateway))):
+        if m.cpu.others_s / m.window_s * 100 > OTHERS_NOTICEABLE_PCT:
+            notes.append(
+                f"- {m.mode} c{m.concurrency} {m.target}: {_pct(m, m.cpu.others_s)} % of a core"
+                " went to other processes; this run's numbers are pessimistic."
+            )
+    return ["### Warnings", "", *notes, ""] if notes else []
+
+
+def _errors(report: BenchReport) -> list[str]:
+    measured = [*report.fake_alone, *(m for p in report.pairs for m in (p.direct, p.gateway))]
+    failing = [m for m in measured if m.error_count]
+    if not failing:
+        return ["No errors in any scenario.", ""]
+    rows = ["### Errors", ""]
+    for m in failing:
+        kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(m.errors.items()))
+        rows.append(f"- {m.mode} c{m.concurrency} {m.target}: {kinds}")
+        rows += [f"    - `{sample}`" for sample in m.error_samples]
+    if report.gateway_log_tail:
+        rows += ["", "Gateway log (last lines):", "", "```", report.gateway_log_tail, "```"]
+    return [*rows, ""]
+
+
+def _pct(m: Measurement, cpu_s: float) -> str:
+    return _n(cpu_s / m.window_s * 100, 0) if m.window_s else "-"
+
+
+def _n(value: float, digits: int = 2, sign: str = "") -> str:
+    if math.isnan(value) or math.isinf(value):
+        return "-"
+    return f"{value:{sign}.{digits}f}"

@@ -1,0 +1,168 @@
+"""One benchmark run from start to finish: the fake upstream alone, then the gateway in
+front of it, every scenario direct and through the gateway, and the gateway's memory.
+
+Every process started here is stopped on the way out, on error and on Ctrl-C too:
+the fake and the gateway by their context managers, and any gateway worker that
+outlived its master by pid.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bench.load import CpuProbe, Load, Target, run_load
+from bench.procs import (
+    ProcessTree,
+    cpu_seconds,
+    kill_leftovers,
+    machine_busy_s,
+    machine_facts,
+    rss_mb,
+    wait_for_idle_workers,
+)
+from bench.results import Measurement, Pair, RssSample, Verdict, judge_bars
+from bench.stack import (
+    GATEWAY_MODEL,
+    UPSTREAM_MODEL,
+    GatewayOptions,
+    bench_env,
+    prepare_database,
+)
+from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from gateway.processes import ROOT, running_gateway
+
+# Every stream is this many content chunks (plus the final chunk and [DONE]).
+REPLY_TOKENS = 20
+GATEWAY_LOG = ROOT / "var" / "bench-gateway.log"
+GATEWAY_LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    duration_s: float
+    warmup_s: float
+    concurrencies: tuple[int, ...]
+    gateway: GatewayOptions
+
+
+@dataclass
+class BenchReport:
+    options: BenchOptions
+    facts: Mapping[str, str]
+    fake_alone: list[Measurement] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    rss: list[RssSample] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    gateway_log_tail: str = ""
+
+
+def run_bench(options: BenchOptions) -> BenchReport:
+    """Run every scenario once; progress goes to stderr, the results into the report."""
+    report = BenchReport(options, machine_facts())
+    cpus = int(report.facts["CPUs (nproc)"])
+    with ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-bench-")))
+        fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))
+        direct = Target("direct", f"{fake.base_url}/chat/completions", UPSTREAM_MODEL, "bench")
+        alone = replace(direct, name="fake alone")
+        probe = _cpu_probe(fake.process.pid, None)
+        _progress(f"fake upstream alone on {fake.base_url}")
+        for stream in (False, True):
+            load = Load(stream, max(options.concurrencies), options.warmup_s, options.duration_s)
+            report.fake_alone.append(_measure(fake, alone, load, probe, cpus))
+
+        env = bench_env(workdir / "bench.sqlite3", options.gateway.transport)
+        api_key = prepare_database(env, fake.base_url, workdir)
+        GATEWAY_LOG.parent.mkdir(exist_ok=True)
+        GATEWAY_LOG.write_bytes(b"")
+        gw = options.gateway
+        trees: list[ProcessTree] = []
+        stack.callback(_kill_leftovers, trees)  # registered first, so it runs after the stop
+        gateway = stack.enter_context(
+            running_gateway(env, workers=gw.workers, server=gw.server, log_path=GATEWAY_LOG)
+        )
+        tree = wait_for_idle_workers(gateway.process.pid, gw.workers)
+        trees.append(tree)
+        _progress(f"gateway ({gw.server}, {len(tree.workers)} workers) on {gateway.base_url}")
+        report.rss.append(_rss("idle, before load", tree))
+        via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, api_key)
+        gateway_probe = _cpu_probe(fake.process.pid, tree)
+        for stream in (False, True):
+            for concurrency in options.concurrencies:
+                load = Load(stream, concurrency, options.warmup_s, options.duration_s)
+                report.pairs.append(
+                    Pair(
+                        _measure(fake, direct, load, gateway_probe, cpus),
+                        _measure(fake, via, load, gateway_probe, cpus),
+                    )
+                )
+        report.rss.append(_rss("after load", tree))
+    report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
+    if any(pair.gateway.error_count for pair in report.pairs):
+        report.gateway_log_tail = _tail(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
+    return report
+
+
+def _measure(
+    fake: FakeUpstreamProcess, target: Target, load: Load, probe: CpuProbe, cpus: int
+) -> Measurement:
+    calls_before = fake.stats()["requests"]
+    measured = run_load(target, load, probe, cpus)
+    measured = replace(measured, upstream_calls=fake.stats()["requests"] - calls_before)
+    _progress(
+        f"  {measured.mode:>10} c{load.concurrency:<3} {target.name:<10}"
+        f" {measured.rate_per_s:8.1f}/s  p50 {measured.p50_ms:7.2f} ms"
+        f"  p99 {measured.p99_ms:7.2f} ms  ttfb {measured.ttfb_p50_ms:7.2f} ms"
+        f"  errors {measured.error_count}"
+    )
+    return measured
+
+
+def _cpu_probe(fake_pid: int, tree: ProcessTree | None) -> CpuProbe:
+    def probe() -> dict[str, float]:
+        workers = {f"worker {i:03d}": cpu_seconds(pid) for i, pid in enumerate(tree.workers)}
+        others = sum(cpu_seconds(pid) for pid in (tree.master, *tree.helpers))
+        return {
+            "loadgen": time.process_time(),
+            "fake": cpu_seconds(fake_pid),
+            "gateway": others + sum(workers.values()),
+            "machine": machine_busy_s(),
+            **workers,
+        }
+
+    def probe_without_gateway() -> dict[str, float]:
+        return {
+            "loadgen": time.process_time(),
+            "fake": cpu_seconds(fake_pid),
+            "gateway": 0.0,
+            "machine": machine_busy_s(),
+        }
+
+    return probe if tree else probe_without_gateway
+
+
+def _rss(label: str, tree: ProcessTree) -> RssSample:
+    return RssSample(label, rss_mb(tree.master), tuple(rss_mb(pid) for pid in tree.workers))
+
+
+def _kill_leftovers(trees: Sequence[ProcessTree]) -> None:
+    killed = [pid for tree in trees for pid in kill_leftovers(tree)]
+    if killed:
+        _progress(f"killed gateway processes that outlived their master: {killed}")
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(could not read {path}: {exc})"
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,90 @@
+"""OpenAI-shaped errors: `{"error": {"message", "type", "code", "param"}}` (SPEC R-API-3).
+
+Every error a user can cause is raised as `ApiError` and rendered here; nothing renders
+an HTML page or a stack trace on the /v1 path.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from django.http import HttpResponse
+
+log = logging.getLogger(__name__)
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "insufficient_quota",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    409: "routing_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    502: "upstream_error",
+    503: "upstream_error",
+    504: "upstream_error",
+}
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str,
+        param: str | None = None,
+        error_type: str | None = None,
+        headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.error_type = error_type or ERROR_TYPES.get(status, "invalid_request_error")
+        self.headers = headers or {}
+        self.extra = extra or {}
+
+    def body(self) -> dict[str, Any]:
+        error = {
+            "message": self.message,
+            "type": self.error_type,
+            "code": self.code,
+            "param": self.param,
+        }
+        error.update(self.extra)
+        return {"error": error}
+
+
+def invalid(message: str, param: str | None = None, code: str = "invalid_request") -> ApiError:
+    return ApiError(400, message, code=code, param=param)
+
+
+def render_error(error: ApiError) -> HttpResponse:
+    response = HttpResponse(
+        orjson.dumps(error.body()), status=error.status, content_type="application/json"
+    )
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
+
+
+def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse | None:
+    """DRF views (non-hot-path APIs) render the same envelope."""
+    from rest_framework import exceptions
+
+    if isinstance(exc, ApiError):
+        return render_error(exc)
+    if isinstance(exc, exceptions.APIException):
+        status = exc.status_code
+        detail = exc.detail if isinstance(exc.detail, str) else orjson.dumps(exc.detail).decode()
+        return render_error(ApiError(status, str(detail), code=exc.default_code))
+    log.exception("unhandled error in API view")
+    return render_error(ApiError(500, "internal error", code="internal_error"))

@@ -1,0 +1,119 @@
+"""What a finished request tells: the `switchyard` block and headers for the client
+(SPEC R-API-4, R-API-5), the trace for the audit log and the Prometheus counters.
+All three are built from the same `CallContext`, so they cannot disagree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.http import HttpResponseBase
+
+from gateway import metrics, runtime
+from gateway.api.context import CallContext
+from gateway.execute import Target
+from routing.types import Decision
+
+CLASS_IN_WORDS = {
+    "eu-owned": "an EU-owned, EU-hosted endpoint",
+    "eu-hosted": "an EU-hosted endpoint",
+    "any": "an endpoint without EU residency guarantees",
+}
+
+
+def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
+    """USD × 1e6. Price is USD per 1M tokens, so tokens × price is micro-dollars."""
+    if not usage or target is None:
+        return 0
+    prompt = int(usage.get("prompt_tokens") or 0)
+    completion = int(usage.get("completion_tokens") or 0)
+    ep = target.endpoint
+    return round(prompt * ep.price_input + completion * ep.price_output)
+
+
+def decision_record(decision: Decision | None) -> dict[str, Any]:
+    if decision is None:
+        return {}
+    return {
+        "algorithm": decision.algorithm,
+        "reason": decision.reason,
+        "ordered": [e.id for e in decision.ordered],
+        "rejected": [{"endpoint": eid, "reason": str(reason)} for eid, reason in decision.rejected],
+    }
+
+
+def switchyard_block(
+    ctx: CallContext, target: Target, usage: dict[str, Any] | None
+) -> dict[str, Any]:
+    ep = target.endpoint
+    model = ctx.snapshot.models.get(ep.model)
+    return {
+        "trace_id": str(ctx.trace_id),
+        "request_id": ctx.request_id,
+        "model": ep.model,
+        "model_version": model.version if model else "",
+        "provider": ep.provider,
+        "endpoint": ep.id,
+        "region": ep.region,
+        "sovereignty_class": ep.sovereignty_class,
+        "policy_id": ctx.workspace.policy_id,
+        "retention": ctx.workspace.retention,
+        "cost_estimate_usd": cost_micros(usage, target) / 1_000_000,
+        "routing_reason": ctx.decision.reason if ctx.decision else "",
+        "algorithm": ctx.decision.algorithm if ctx.decision else "",
+        "attempts": len(ctx.attempts),
+    }
+
+
+def add_headers(response: HttpResponseBase, ctx: CallContext) -> HttpResponseBase:
+    response["X-Switchyard-Trace-Id"] = str(ctx.trace_id)
+    response["X-Switchyard-Attempts"] = orjson.dumps([a.as_dict() for a in ctx.attempts]).decode()
+    return response
+
+
+def finish(
+    ctx: CallContext,
+    *,
+    status: int,
+    target: Target | None = None,
+    usage: dict[str, Any] | None = None,
+    error_code: str = "",
+    ttfb_ms: int | None = None,
+) -> None:
+    """Record the trace and metrics of a finished request (never blocks)."""
+    ep = target.endpoint if target else None
+    runtime.traces().record(
+        {
+            "id": ctx.trace_id,
+            "request_id": ctx.request_id,
+            "workspace_id": ctx.workspace.id,
+            "api_key_id": ctx.key.pk,
+            "operation": ctx.operation,
+            "requested_model": ctx.requested_model[:200],
+            "model": ep.model if ep else "",
+            "provider": ep.provider if ep else "",
+            "endpoint": ep.id if ep else "",
+            "stream": ctx.stream,
+            "status_code": status,
+            "error_code": error_code,
+            "decision": decision_record(ctx.decision),
+            "attempts": [a.as_dict() for a in ctx.attempts],
+            "usage": usage or {},
+            "cost_micros": cost_micros(usage, target),
+            "latency_ms": ctx.elapsed_ms(),
+            "ttfb_ms": ttfb_ms,
+        }
+    )
+    model = ep.model if ep else ""
+    metrics.REQUESTS.labels(ctx.operation, model, ep.provider if ep else "", str(status)).inc()
+    for attempt in ctx.attempts:
+        metrics.ATTEMPTS.labels(attempt.provider, attempt.endpoint, attempt.status).inc()
+    if ep is not None:
+        ok = [a for a in ctx.attempts if a.status == "ok"]
+        if ok:
+            metrics.UPSTREAM_LATENCY.labels(ep.provider).observe(ok[-1].latency_ms / 1000)
+        if ttfb_ms is not None:
+            metrics.TIME_TO_FIRST_BYTE.labels(ep.provider).observe(ttfb_ms / 1000)
+        if usage:
+            metrics.TOKENS.labels(model, "prompt").inc(int(usage.get("prompt_tokens") or 0))
+            metrics.TOKENS.labels(model, "completion").inc(int(usage.get("completion_tokens") or 0))

@@ -1,0 +1,120 @@
+"""The /v1 API views. Thin: each hands the request to `pipeline.serve` with its handler.
+
+The hot-path views are plain async Django views rather than DRF APIViews: DRF's request
+wrapping, negotiation and rendering cost about 20% of throughput on this path and give
+it nothing (docs/decisions/0001-hot-path-views.md). The trace lookup is an adrf view.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from adrf.views import APIView
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+from rest_framework.request import Request
+
+from audit.models import RequestTrace
+from gateway import runtime
+from gateway.api import pipeline, report
+from gateway.api.context import authenticate
+from gateway.api.errors import ApiError, render_error
+from gateway.api.responses_api import responses as responses_handler
+from routing.decide import STATIC_FILTERS, first_rejection
+from routing.types import RouteRequest
+
+
+@csrf_exempt
+@require_POST
+async def chat_completions(request: HttpRequest) -> HttpResponseBase:
+    return await pipeline.serve(request, "chat.completions", pipeline.chat_completions)
+
+
+@csrf_exempt
+@require_POST
+async def responses(request: HttpRequest) -> HttpResponseBase:
+    return await pipeline.serve(request, "responses", responses_handler)
+
+
+@csrf_exempt
+@require_POST
+async def embeddings(request: HttpRequest) -> HttpResponseBase:
+    return await pipeline.serve(request, "embeddings", pipeline.embeddings)
+
+
+@require_GET
+async def models(request: HttpRequest) -> HttpResponseBase:
+    """The models with at least one endpoint this key may use (SPEC D-7)."""
+    snap = await runtime.snapshots().current()
+    try:
+        _key, workspace = authenticate(request, snap)
+    except ApiError as error:
+        return render_error(error)
+    data = []
+    for slug, endpoints in sorted(snap.endpoints.items()):
+        probe = RouteRequest(model=slug)
+        if any(
+            first_rejection(e, probe, workspace.policy, STATIC_FILTERS) is None for e in endpoints
+        ):
+            data.append(
+                {"id": slug, "object": "model", "created": 0, "owned_by": slug.split("/")[0]}
+            )
+    return pipeline.json_response({"object": "list", "data": data})
+
+
+def _trace_json(trace: RequestTrace) -> dict[str, object]:
+    return {
+        "id": str(trace.id),
+        "object": "switchyard.trace",
+        "request_id": trace.request_id,
+        "created_at": trace.created_at.isoformat(),
+        "operation": trace.operation,
+        "requested_model": trace.requested_model,
+        "model": trace.model,
+        "provider": trace.provider,
+        "endpoint": trace.endpoint,
+        "stream": trace.stream,
+        "status_code": trace.status_code,
+        "error_code": trace.error_code,
+        "decision": trace.decision,
+        "attempts": trace.attempts,
+        "usage": trace.usage,
+        "cost_usd": trace.cost_micros / 1_000_000,
+        "latency_ms": trace.latency_ms,
+        "ttfb_ms": trace.ttfb_ms,
+    }
+
+
+class TraceDetail(APIView):
+    """`GET /v1/traces/{id}`: the caller's own trace; another workspace's is a 404."""
+
+    async def get(self, request: Request, trace_id: str) -> HttpResponseBase:
+        snap = await runtime.snapshots().current()
+        try:
+            _key, workspace = authenticate(request._request, snap)
+        except ApiError as error:
+            return render_error(error)
+        not_found = ApiError(404, "No such trace.", code="trace_not_found", param="trace_id")
+        try:
+            trace_uuid = uuid.UUID(trace_id)
+        except ValueError:
+            return render_error(not_found)
+        await runtime.traces().flush()  # this worker's queued traces become visible
+        trace = await sync_to_async(
+            RequestTrace.objects.filter(id=trace_uuid, workspace_id=workspace.id).first
+        )()
+        if trace is None:
+            return render_error(not_found)
+        return pipeline.json_response(_trace_json(trace))
+
+
+trace_detail = TraceDetail.as_view()
+
+
+async def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    return render_error(ApiError(404, f"Unknown path {request.path}.", code="unknown_path"))
+
+
+__all__ = ["chat_completions", "embeddings", "models", "report", "responses", "trace_detail"]

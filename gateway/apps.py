@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class GatewayConfig(AppConfig):
+    name = "gateway"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from gateway import snapshot
+
+        snapshot.connect_invalidation_signals()

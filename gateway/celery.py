@@ -1,0 +1,17 @@
+"""The Celery app. With no CELERY_BROKER_URL, tasks run in-process (always eager), so a
+single `make run` needs no broker; production runs a worker and one beat."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
+
+app = Celery("switchyard")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.beat_schedule = {
+    "purge-expired-traces": {"task": "audit.tasks.purge_expired_traces", "schedule": 3600.0},
+}
+app.autodiscover_tasks()

@@ -1,0 +1,170 @@
+"""The database as a configuration document (the shape `apply` reads), for `manage.py export`.
+
+Never exports a secret: a stored provider key (managed or BYOK) becomes `api_key_env`
+with a conventional variable name the operator sets before applying the file elsewhere.
+Every field is written out, so applying an export to the database it came from changes
+nothing (given those variables hold the stored keys).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from presets.models import Preset
+from routing.models import Endpoint, Provider, VirtualModel
+from routing.models import Model as CatalogModel
+from workspaces.models import Policy, ProviderCredential, Workspace
+
+MICROS_PER_USD = Decimal(1_000_000)
+
+
+def export_config(*, workspace: str | None = None) -> dict[str, Any]:
+    """Everything, or only the workspace `workspace` (its policy, credentials, routing
+    settings and presets; not the catalog). Raises LookupError for an unknown workspace."""
+    workspaces = Workspace.objects.order_by("slug")
+    if workspace is not None:
+        workspaces = workspaces.filter(slug=workspace)
+        if not workspaces.exists():
+            raise LookupError(f"no workspace {workspace!r}")
+        return {"workspaces": [_workspace(row) for row in workspaces]}
+    return {
+        "providers": [_provider(row) for row in Provider.objects.order_by("slug")],
+        "models": [_model(row) for row in CatalogModel.objects.order_by("slug")],
+        "endpoints": [
+            _endpoint(row)
+            for row in Endpoint.objects.select_related("provider", "model").order_by("id")
+        ],
+        "virtual_models": [
+            {"slug": row.slug, "strategy": row.strategy, "targets": row.targets}
+            for row in VirtualModel.objects.order_by("slug")
+        ],
+        "workspaces": [_workspace(row) for row in workspaces],
+    }
+
+
+def secret_variables(document: dict[str, Any]) -> list[str]:
+    """The `api_key_env` names in an exported document, in order."""
+    entries = list(document.get("providers", []))
+    for workspace in document.get("workspaces", []):
+        entries += workspace.get("credentials", [])
+    return [entry["api_key_env"] for entry in entries if "api_key_env" in entry]
+
+
+def env_name(*parts: str) -> str:
+    """`SWITCHYARD_<PARTS>_KEY` in upper snake case: ("provider", "groq") -> ..._GROQ_KEY."""
+    words = [re.sub(r"[^A-Za-z0-9]+", "_", part).strip("_").upper() for part in parts]
+    return "_".join(["SWITCHYARD", *words, "KEY"])
+
+
+def _number(value: Decimal) -> int | float:
+    """A Decimal column as the plain number a person would write (5, not 5.000000)."""
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def _provider(row: Provider) -> dict[str, Any]:
+    data = {
+        "slug": row.slug,
+        "name": row.name,
+        "api_style": row.api_style,
+        "base_url": row.base_url,
+    }
+    if row.credential_ciphertext:
+        data["api_key_env"] = env_name("provider", row.slug)
+    return data
+
+
+def _model(row: CatalogModel) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "slug": row.slug,
+        "aliases": row.aliases,
+        "capabilities": row.capabilities,
+        "context_window": row.context_window,
+    }
+    if row.parameters_b is not None:
+        data["parameters_b"] = _number(Decimal(str(row.parameters_b)))
+    data.update(
+        strong_languages=row.strong_languages,
+        task_tags=row.task_tags,
+        documentation_completeness=row.documentation_completeness,
+        version=row.version,
+        benchmarks=row.benchmarks,
+    )
+    return data
+
+
+def _endpoint(row: Endpoint) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": row.id,
+        "provider": row.provider.slug,
+        "model": row.model.slug,
+        "upstream_model": row.upstream_model,
+        "region": row.region,
+    }
+    if row.base_url:
+        data["base_url"] = row.base_url
+    data.update(
+        price={"input": _number(row.price_input), "output": _number(row.price_output)},
+        status=row.status,
+        sovereignty_class=row.sovereignty_class,
+        partner=row.partner,
+        timeouts=row.timeouts,
+    )
+    return data
+
+
+def _workspace(row: Workspace) -> dict[str, Any]:
+    data: dict[str, Any] = {"slug": row.slug, "name": row.name}
+    policy = Policy.objects.filter(workspace=row).first()
+    if policy is not None:
+        data["policy"] = _policy(policy)
+    credentials = ProviderCredential.objects.filter(workspace=row).order_by("provider_slug")
+    if credentials:
+        data["credentials"] = [
+            {
+                "provider": cred.provider_slug,
+                "api_key_env": env_name("workspace", row.slug, cred.provider_slug),
+                "models": cred.allowed_models,
+                "managed_fallback": cred.managed_fallback,
+            }
+            for cred in credentials
+        ]
+    if row.smart_routing:
+        data["smart_routing"] = row.smart_routing
+    if row.auto_router:
+        data["auto_router"] = row.auto_router
+    presets = Preset.objects.filter(workspace=row).order_by("slug")
+    if presets:
+        data["presets"] = [
+            {
+                "slug": preset.slug,
+                "allowed_models": preset.allowed_models,
+                "provider_allow": preset.provider_allow,
+                "provider_ignore": preset.provider_ignore,
+                "default_prompt": preset.default_prompt,
+                "default_params": preset.default_params,
+            }
+            for preset in presets
+        ]
+    return data
+
+
+def _policy(policy: Policy) -> dict[str, Any]:
+    lists = ("allowed_residency", "allowed_regions", "provider_allow", "provider_deny")
+    data: dict[str, Any] = {name: getattr(policy, name) for name in lists}
+    data.update(model_allow=policy.model_allow, model_deny=policy.model_deny)
+    data["partners"] = policy.partners
+    caps = {"prompt": policy.max_price_prompt, "completion": policy.max_price_completion}
+    if any(cap is not None for cap in caps.values()):
+        data["max_price"] = {key: _number(cap) for key, cap in caps.items() if cap is not None}
+    data.update(retention=policy.retention, data_classes=policy.data_classes)
+    if policy.daily_budget_micros is not None:
+        data["daily_budget"] = _number(Decimal(policy.daily_budget_micros) / MICROS_PER_USD)
+    data.update(
+        routing_mode=policy.routing_mode,
+        max_attempts=policy.max_attempts,
+        timeouts=policy.timeouts,
+        cooldown=policy.cooldown,
+    )
+    return data

@@ -1,0 +1,147 @@
+"""The validated configuration: frozen values `config_schema.parse_config` produces and
+`config_apply` writes. Field names follow the database columns, not the file's nesting
+(`price.input` is `price_input`). Pure: no Django.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Vocabulary:
+    """The enum values the models accept; the caller passes the tuples from the models."""
+
+    api_styles: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    sovereignty_classes: tuple[str, ...]
+    endpoint_statuses: tuple[str, ...]
+    virtual_strategies: tuple[str, ...]
+    residency_classes: tuple[str, ...]
+    routing_modes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Existing:
+    """What the database already holds, so the file may reference it."""
+
+    providers: frozenset[str] = frozenset()
+    models: frozenset[str] = frozenset()
+    virtual_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> targets
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A provider key from the file or the environment; `repr` never shows it."""
+
+    plaintext: str = field(repr=False)
+    env: str | None  # the environment variable it was read from, if any
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    slug: str
+    name: str
+    api_style: str
+    base_url: str
+    api_key: Secret | None  # None keeps the stored managed credential
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    slug: str
+    aliases: tuple[str, ...]
+    capabilities: tuple[str, ...]
+    context_window: int
+    parameters_b: float | None
+    strong_languages: tuple[str, ...]
+    task_tags: tuple[str, ...]
+    documentation_completeness: float
+    version: str
+    benchmarks: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSpec:
+    id: str
+    provider: str
+    model: str
+    upstream_model: str
+    region: str
+    base_url: str  # "" = the provider's
+    price_input: Decimal  # USD per 1M tokens
+    price_output: Decimal
+    status: str
+    sovereignty_class: str
+    partner: bool
+    timeouts: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualModelSpec:
+    slug: str
+    strategy: str
+    targets: tuple[Mapping[str, Any], ...]  # {"model": slug, "weight": number}, as stored
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySpec:
+    allowed_residency: tuple[str, ...]
+    allowed_regions: tuple[str, ...]
+    provider_allow: tuple[str, ...]
+    provider_deny: tuple[str, ...]
+    model_allow: tuple[str, ...]
+    model_deny: tuple[str, ...]
+    partners: bool
+    max_price_prompt: Decimal | None  # USD per 1M tokens; None = no cap
+    max_price_completion: Decimal | None
+    retention: str
+    data_classes: tuple[str, ...]
+    daily_budget_micros: int | None  # USD × 1e6; None = no budget
+    routing_mode: str
+    max_attempts: int
+    timeouts: Mapping[str, int]
+    cooldown: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialSpec:
+    provider: str
+    api_key: Secret
+    allowed_models: tuple[str, ...]
+    managed_fallback: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PresetSpec:
+    slug: str
+    allowed_models: tuple[str, ...]
+    provider_allow: tuple[str, ...]
+    provider_ignore: tuple[str, ...]
+    default_prompt: str
+    default_params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceSpec:
+    """A workspace; a nested section that is None was absent and is left as stored."""
+
+    slug: str
+    name: str
+    policy: PolicySpec | None
+    credentials: tuple[CredentialSpec, ...]
+    smart_routing: Mapping[str, Any] | None
+    auto_router: Mapping[str, Any] | None
+    presets: tuple[PresetSpec, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    providers: tuple[ProviderSpec, ...] = ()
+    models: tuple[ModelSpec, ...] = ()
+    endpoints: tuple[EndpointSpec, ...] = ()
+    virtual_models: tuple[VirtualModelSpec, ...] = ()
+    workspaces: tuple[WorkspaceSpec, ...] = ()

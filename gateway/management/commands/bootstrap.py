@@ -1,0 +1,52 @@
+"""`manage.py bootstrap --demo`: an admin user, the demo catalog and workspaces (from
+gateway/demo/switchyard-demo.yaml) and a fresh demo key, printed once."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from gateway.config_apply import apply_config
+from workspaces.models import Workspace
+from workspaces.services import create_api_key
+
+DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "switchyard-demo.yaml"
+
+
+def _admin_password() -> str:
+    """Generated once into var/ so a second `make run` prints the same password."""
+    path = Path(settings.VAR_DIR) / "demo-admin-password"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(12))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+class Command(BaseCommand):
+    help = "Set up a demo installation: admin user, fake providers, workspaces, a key."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--demo", action="store_true", help="create the demo installation")
+        parser.add_argument("--key-file", help="also write the new demo key to this file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not options["demo"]:
+            raise CommandError("only `bootstrap --demo` exists so far")
+        report = apply_config(yaml.safe_load(DEMO_CONFIG.read_text()), actor="cli:bootstrap")
+        password = _admin_password()
+        users = get_user_model().objects
+        if not users.filter(username="admin").exists():
+            users.create_superuser("admin", "admin@example.invalid", password)
+        workspace = Workspace.objects.get(slug="demo")
+        key = create_api_key(workspace, name="demo", actor="cli:bootstrap").plaintext
+        if options["key_file"]:
+            Path(options["key_file"]).write_text(key + "\n")
+        self.stdout.write(f"demo catalog applied: {report.summary()}")
+        self.stdout.write(f"console login: admin / {password}")
+        self.stdout.write(f"demo API key (shown once): {key}")

@@ -1,0 +1,83 @@
+"""`manage.py rundemo`: serve the demo — the four fake upstreams the demo catalog points
+at, and the gateway with its console — until Ctrl-C. `make run` calls it after
+`bootstrap --demo`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from gateway.processes import ROOT, gateway_command, wait_until_up
+
+# (port, fakeupstream flags): what gateway/demo/switchyard-demo.yaml expects.
+DEMO_UPSTREAMS = (
+    (9101, ["--name", "fake-eu-owned", "--latency-ms", "40", "--ttft-ms", "40"]),
+    (9102, ["--name", "fake-eu-hosted", "--latency-ms", "20", "--ttft-ms", "20"]),
+    (9103, ["--name", "fake-us"]),
+    (9104, ["--name", "fake-anthropic", "--latency-ms", "30", "--ttft-ms", "30"]),
+)
+
+
+class Command(BaseCommand):
+    help = "Serve the demo: fake upstreams on 9101-9104 and the gateway."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--workers", type=int, default=1)
+        parser.add_argument("--key-file", help="file with the demo key to print in the hints")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        children: list[subprocess.Popen[bytes]] = []
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        try:
+            for port, flags in DEMO_UPSTREAMS:
+                command = [sys.executable, "-m", "gateway.fakeupstream", "--port", str(port)]
+                children.append(subprocess.Popen([*command, *flags], cwd=ROOT, env=env))
+            for (port, _flags), child in zip(DEMO_UPSTREAMS, children, strict=True):
+                wait_until_up(f"http://127.0.0.1:{port}/_fake/health", 15, child)
+            port = options["port"]
+            gateway = subprocess.Popen(gateway_command(port, options["workers"]), cwd=ROOT, env=env)
+            children.append(gateway)
+            wait_until_up(f"http://127.0.0.1:{port}/healthz", 30, gateway)
+            self._print_hints(port, options["key_file"])
+            gateway.wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+            for child in children:
+                try:
+                    child.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+
+    def _print_hints(self, port: int, key_file: str | None) -> None:
+        key = Path(key_file).read_text().strip() if key_file else "<your key>"
+        base = f"http://127.0.0.1:{port}"
+        password_file = Path(settings.VAR_DIR) / "demo-admin-password"
+        password = password_file.read_text().strip() if password_file.exists() else "?"
+        self.stdout.write(
+            f"""
+Switchyard is serving the demo on {base}
+
+  API key: {key}
+
+  curl {base}/v1/chat/completions \\
+    -H "Authorization: Bearer {key}" -H "Content-Type: application/json" \\
+    -d '{{"model": "meta/llama-3.3-70b", "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
+  Console: {base}/admin/  (admin / {password})
+  Metrics: {base}/metrics   Health: {base}/healthz
+
+Ctrl-C stops the gateway and the fake upstreams.
+"""
+        )

@@ -1,0 +1,34 @@
+"""Prometheus metrics of the request path (exposed at /metrics with django-prometheus's
+process and database metrics). Labels are bounded: catalog slugs and status codes only."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+REQUESTS = Counter(
+    "switchyard_requests_total",
+    "Gateway requests by operation, model, provider and HTTP status.",
+    ["operation", "model", "provider", "status"],
+)
+ATTEMPTS = Counter(
+    "switchyard_upstream_attempts_total",
+    "Upstream attempts by provider, endpoint and outcome.",
+    ["provider", "endpoint", "outcome"],
+)
+UPSTREAM_LATENCY = Histogram(
+    "switchyard_upstream_latency_seconds",
+    "Latency of successful upstream calls (whole response for non-streams).",
+    ["provider"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+TIME_TO_FIRST_BYTE = Histogram(
+    "switchyard_time_to_first_byte_seconds",
+    "Time from the upstream call to its first content frame (streams).",
+    ["provider"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+TOKENS = Counter(
+    "switchyard_tokens_total",
+    "Tokens reported by upstreams, by model and kind (prompt, completion, cached).",
+    ["model", "kind"],
+)

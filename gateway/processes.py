@@ -1,0 +1,113 @@
+"""Starting Switchyard's own processes from Python: the gateway under uvicorn and
+`manage.py` commands, each with an explicit environment. Used by `manage.py rundemo`,
+the live API tests and the benchmark, so all three run the gateway the same way."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def manage(*args: str, env: Mapping[str, str], stdin: str | None = None) -> str:
+    """Run `manage.py ARGS` and return its stdout; raise with stderr on failure."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        env=dict(env),
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def wait_until_up(url: str, timeout_s: float, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before {url} answered")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url, timeout=1.0).status_code < 500:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within {timeout_s} s")
+
+
+@dataclass
+class GatewayProcess:
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.url}/v1"
+
+
+def gateway_command(port: int, workers: int = 1, server: str = "uvicorn") -> list[str]:
+    if server == "granian":
+        return [sys.executable, "-m", "granian", "--interface", "asgi", "--host", "127.0.0.1",
+                "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
+                "--no-ws", "gateway.asgi:application"]  # fmt: skip
+    return [sys.executable, "-m", "uvicorn", "gateway.asgi:application", "--host", "127.0.0.1",
+            "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
+            "--http", "httptools", "--no-access-log", "--lifespan", "on"]  # fmt: skip
+
+
+@contextlib.contextmanager
+def running_gateway(
+    env: Mapping[str, str],
+    *,
+    port: int | None = None,
+    workers: int = 1,
+    server: str = "uvicorn",
+    log_path: Path | None = None,
+) -> Iterator[GatewayProcess]:
+    """Start the gateway, wait for /healthz, stop it (SIGTERM, then SIGKILL) on exit."""
+    port = port or free_port()
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(
+        gateway_command(port, workers, server), env=dict(env), cwd=ROOT, stdout=log, stderr=log
+    )
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/healthz", 30.0, process)
+        yield GatewayProcess(port=port, process=process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if log_path:
+            log.close()  # type: ignore[union-attr]
+
+
+def base_env(**overrides: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(overrides)
+    return env

@@ -1,0 +1,148 @@
+"""Django settings, read once from the environment (django-environ).
+
+Every variable has an embedded default that runs a single-machine demo: SQLite under
+`var/`, no Redis, Celery tasks run in-process. The README's table lists each variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import environ
+
+from gateway.config import GatewaySettings, parse_encryption_keys
+from gateway.devsecrets import load_dev_secrets
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.FileAwareEnv()
+environ.Env.read_env(BASE_DIR / ".env")
+
+_dev = load_dev_secrets(VAR_DIR)
+
+SECRET_KEY = env.str("SECRET_KEY", default=_dev["SECRET_KEY"])
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_prometheus",
+    "gateway",
+    "workspaces",
+    "routing",
+    "presets",
+    "audit",
+]
+
+# Every middleware here is async-capable, so a /v1 request never hops to a thread.
+MIDDLEWARE = [
+    "gateway.middleware.request_id_middleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gateway.urls"
+ASGI_APPLICATION = "gateway.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'switchyard.sqlite3'}")
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the gateway's workers read while the trace writer writes.
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL  # in-process when no broker
+CELERY_TASK_EAGER_PROPAGATES = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+SERVE_STATIC = env.bool("SWITCHYARD_SERVE_STATIC", default=True)
+
+REST_FRAMEWORK = {
+    "EXCEPTION_HANDLER": "gateway.api.errors.drf_exception_handler",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+
+SWITCHYARD_ENCRYPTION_KEYS = parse_encryption_keys(
+    env.str("SWITCHYARD_ENCRYPTION_KEYS", default=_dev["SWITCHYARD_ENCRYPTION_KEYS"])
+)
+SWITCHYARD_KEY_PEPPER = env.str("SWITCHYARD_KEY_PEPPER", default=_dev["SWITCHYARD_KEY_PEPPER"])
+
+GATEWAY = GatewaySettings(
+    max_body_bytes=env.int("SWITCHYARD_MAX_BODY_BYTES", default=4 * 1024 * 1024),
+    max_attempts=env.int("SWITCHYARD_MAX_ATTEMPTS", default=3),
+    connect_timeout_s=env.float("SWITCHYARD_CONNECT_TIMEOUT_S", default=3.0),
+    ttfb_timeout_s=env.float("SWITCHYARD_TTFB_TIMEOUT_S", default=60.0),
+    idle_timeout_s=env.float("SWITCHYARD_IDLE_TIMEOUT_S", default=60.0),
+    total_timeout_s=env.float("SWITCHYARD_TOTAL_TIMEOUT_S", default=600.0),
+    snapshot_poll_s=env.float("SWITCHYARD_SNAPSHOT_POLL_S", default=1.0),
+    trace_flush_s=env.float("SWITCHYARD_TRACE_FLUSH_S", default=0.2),
+    upstream_pool_size=env.int("SWITCHYARD_UPSTREAM_POOL_SIZE", default=256),
+)
+DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY.max_body_bytes
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # Django's request logger prints the full path, query string included (D-12).
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "ERROR"},
+        "httpx": {"level": "WARNING"},  # it logs every request URL at INFO
+    },
+}

@@ -1,0 +1,27 @@
+"""URL map: the OpenAI-compatible /v1 API, health, metrics and the admin console."""
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.staticfiles.views import serve as serve_static
+from django.urls import include, path, re_path
+
+from gateway.api import views
+from gateway.health import healthz
+
+urlpatterns = [
+    path("v1/chat/completions", views.chat_completions),
+    path("v1/responses", views.responses),
+    path("v1/embeddings", views.embeddings),
+    path("v1/models", views.models),
+    path("v1/traces/<str:trace_id>", views.trace_detail),
+    path("healthz", healthz),
+    path("", include("django_prometheus.urls")),
+    path("admin/", admin.site.urls),
+]
+
+if settings.SERVE_STATIC:
+    # The console's CSS/JS straight from the app folders: fine for one node and the demo;
+    # behind a proxy, run `collectstatic` and set SWITCHYARD_SERVE_STATIC=false.
+    urlpatterns.append(re_path(r"^static/(?P<path>.*)$", serve_static, {"insecure": True}))
+
+handler404 = "gateway.api.views.not_found"

@@ -1,0 +1,33 @@
+"""Shared fixtures. Live API tests get one installation per session (see tests/live.py);
+each test starts with the fake upstreams reset."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import openai
+import pytest
+
+from tests.live import Live, live_installation
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    with live_installation(tmp_path_factory.mktemp("live")) as installation:
+        yield installation
+
+
+@pytest.fixture
+def fresh_live(live: Live) -> Live:
+    for fake in live.fakes.values():
+        fake.reset()
+    return live
+
+
+@pytest.fixture
+def client(fresh_live: Live) -> openai.OpenAI:
+    """The official SDK pointed at the gateway with the `acme` workspace key; no SDK
+    retries, so every attempt the tests see is the gateway's own."""
+    return openai.OpenAI(
+        base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"], max_retries=0, timeout=20
+    )

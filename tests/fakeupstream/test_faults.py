@@ -1,0 +1,212 @@
+"""Fault injection against a running fake: each fault kind, the fault script, `down`."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import orjson
+import pytest
+
+from tests.fakeupstream.conftest import OPENAI_AUTH, chat_body, sse_events
+
+CHAT = "/v1/chat/completions"
+
+
+def faulted(fault: str) -> dict[str, str]:
+    return {**OPENAI_AUTH, "X-Fake-Fault": fault}
+
+
+def statuses(client: httpx.Client, count: int) -> list[int]:
+    return [
+        client.post(CHAT, json=chat_body(), headers=OPENAI_AUTH).status_code for _ in range(count)
+    ]
+
+
+def test_status_fault_answers_that_status_with_an_openai_error(client):
+    # when
+    response = client.post(CHAT, json=chat_body(), headers=faulted("status:503"))
+    # then
+    assert response.status_code == 503
+    assert response.json()["error"]["type"] == "server_error"
+    assert "retry-after" not in response.headers
+
+
+def test_status_429_carries_retry_after(client):
+    # when
+    response = client.post(CHAT, json=chat_body(), headers=faulted("status:429"))
+    # then
+    assert response.status_code == 429
+    assert response.headers["retry-after"] == "1"
+    assert response.json()["error"]["code"] == "rate_limit_exceeded"
+
+
+def test_hang_never_answers_and_the_server_stays_healthy(client):
+    # when
+    with pytest.raises(httpx.ReadTimeout):
+        client.post(CHAT, json=chat_body(), headers=faulted("hang"), timeout=0.3)
+    # then
+    assert client.post(CHAT, json=chat_body(), headers=OPENAI_AUTH).status_code == 200
+
+
+def test_disconnect_closes_without_a_response(client):
+    # when / then
+    with pytest.raises(httpx.RemoteProtocolError):
+        client.post(CHAT, json=chat_body(), headers=faulted("disconnect"))
+
+
+def collect_data_lines(response: httpx.Response, into: list[str]) -> None:
+    into.extend(line for line in response.iter_lines() if line.startswith("data: "))
+
+
+def test_drop_mid_stream_sends_n_chunks_then_breaks_the_stream(client):
+    # given
+    received: list[str] = []
+    body, headers = chat_body(stream=True), faulted("drop_mid_stream:3")
+    # when
+    with (
+        client.stream("POST", CHAT, json=body, headers=headers) as response,
+        pytest.raises(httpx.RemoteProtocolError),
+    ):
+        collect_data_lines(response, received)
+    # then
+    assert len(received) == 3
+    assert "data: [DONE]" not in received
+
+
+def test_drop_mid_stream_on_a_json_reply_truncates_the_body(client):
+    # when / then
+    with pytest.raises(httpx.RemoteProtocolError):
+        client.post(CHAT, json=chat_body(), headers=faulted("drop_mid_stream:0"))
+
+
+def test_malformed_json_reply_is_200_with_unparseable_bytes(client):
+    # when
+    response = client.post(CHAT, json=chat_body(), headers=faulted("malformed"))
+    # then
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(response.content)
+
+
+def test_malformed_stream_sends_a_garbage_data_line(client):
+    # when
+    body = chat_body(stream=True)
+    with client.stream("POST", CHAT, json=body, headers=faulted("malformed")) as response:
+        raw = response.read()
+    # then
+    assert raw.startswith(b"data: {")
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(raw.removeprefix(b"data: ").strip())
+
+
+def test_latency_fault_delays_the_answer(client):
+    # when
+    started = time.monotonic()
+    response = client.post(CHAT, json=chat_body(), headers=faulted("latency:200"))
+    # then
+    assert response.status_code == 200
+    assert time.monotonic() - started >= 0.2
+
+
+def test_error_event_stream_is_200_with_an_in_band_error_first(client):
+    # when
+    body = chat_body(stream=True)
+    with client.stream("POST", CHAT, json=body, headers=faulted("error_event")) as response:
+        events = [data for _, data in sse_events(response)]
+    # then
+    assert response.status_code == 200
+    assert orjson.loads(events[0])["error"]["type"] == "server_error"
+    assert events == events[:1]  # no content and no [DONE]
+
+
+def test_error_event_on_a_json_reply_is_an_error_body_with_200(client):
+    # when
+    response = client.post(CHAT, json=chat_body(), headers=faulted("error_event"))
+    # then
+    assert response.status_code == 200
+    assert response.json()["error"]["type"] == "server_error"
+
+
+def test_unknown_fault_header_is_400(client):
+    # when
+    response = client.post(CHAT, json=chat_body(), headers=faulted("explode"))
+    # then
+    assert response.status_code == 400
+    assert "unknown fault" in response.json()["error"]["message"]
+
+
+def test_fault_script_is_applied_in_order_and_times(fake, client):
+    # given
+    fake.set_faults([{"fault": "status:503", "times": 2}, "status:429"])
+    # when
+    seen = statuses(client, 4)
+    # then
+    assert seen == [503, 503, 429, 200]
+
+
+def test_fault_with_times_null_lasts_until_reset(fake, client):
+    # given
+    fake.set_faults([{"fault": "status:500", "times": None}])
+    # when
+    before = statuses(client, 3)
+    fake.reset()
+    after = statuses(client, 1)
+    # then
+    assert (before, after) == ([500, 500, 500], [200])
+
+
+def test_fault_header_wins_and_does_not_consume_the_script(fake, client):
+    # given
+    fake.set_faults(["status:503"])
+    # when
+    headed = client.post(CHAT, json=chat_body(), headers=faulted("status:418")).status_code
+    scripted = statuses(client, 2)
+    # then
+    assert (headed, scripted) == (418, [503, 200])
+
+
+def test_refused_requests_do_not_consume_the_script(fake, client):
+    # given
+    fake.set_faults(["status:503"])
+    # when
+    unauthenticated = client.post(CHAT, json=chat_body()).status_code
+    invalid = client.post(CHAT, json={"model": "m"}, headers=OPENAI_AUTH).status_code
+    scripted = statuses(client, 1)
+    # then
+    assert (unauthenticated, invalid, scripted) == (401, 400, [503])
+
+
+def test_down_answers_503_everywhere_until_reset(fake, client):
+    # given
+    fake.set_faults(down=True)
+    # when
+    chat = client.post(CHAT, json=chat_body(), headers=OPENAI_AUTH)
+    models = client.get("/v1/models", headers=OPENAI_AUTH)
+    health = client.get("/_fake/health")
+    fake.reset()
+    revived = client.post(CHAT, json=chat_body(), headers=OPENAI_AUTH)
+    # then
+    assert (chat.status_code, models.status_code) == (503, 503)
+    assert health.text == "ok"
+    assert revived.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        {"faults": [{"fault": "nope"}]},
+        {"faults": [{"fault": "status:503", "times": 0}]},
+        {"faults": "status:503"},
+        {"faults": [], "down": "yes"},
+    ],
+)
+def test_bad_fault_script_is_400_and_keeps_the_old_one(fake, client, script):
+    # given
+    fake.set_faults(["status:503"])
+    # when
+    response = client.post("/_fake/faults", json=script)
+    # then
+    assert response.status_code == 400
+    assert fake.stats()["faults"]["faults"] == [{"fault": "status:503", "times": 1}]

@@ -1,0 +1,126 @@
+"""Models, embeddings, responses, traces and policies through a live gateway
+(SPEC R-API-1, R-API-7, R-DEC-3, D-7)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import openai
+import pytest
+
+pytestmark = pytest.mark.live
+
+MESSAGES = [{"role": "user", "content": "Say hello"}]
+
+
+def _client(live, workspace: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=live.base_url, api_key=live.keys[workspace], max_retries=0)
+
+
+def test_d_7_models_lists_what_the_key_may_use(fresh_live):
+    listed = {m.id for m in _client(fresh_live, "acme").models.list()}
+    assert {"meta/llama-3.3-70b", "anthropic/claude-sonnet-4", "acme/tiny"} <= listed
+    # the EU-owned-only policy leaves nothing in this catalog
+    assert [m.id for m in _client(fresh_live, "euonly").models.list()] == []
+
+
+def test_r_dec_3_nothing_survives_the_policy_is_a_409_that_repeats(fresh_live):
+    client = _client(fresh_live, "euonly")
+    for _ in range(2):  # the same request fails the same way again
+        with pytest.raises(openai.ConflictError) as caught:
+            client.chat.completions.create(model="meta/llama-3.3-70b", messages=MESSAGES)
+        body = caught.value.body
+        assert body["code"] == "no_endpoint_for_policy"
+        assert body["message"].endswith("Residency is never relaxed silently.")
+        assert {(x["endpoint"], x["reason"]) for x in body["excluded"]} == {
+            ("cheap-llama", "sovereignty_not_allowed"),
+            ("pricey-llama", "sovereignty_not_allowed"),
+        }
+        assert caught.value.response.headers["x-switchyard-attempts"] == "[]"
+    assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
+
+
+def test_context_window_filter_rejects_a_too_long_request(fresh_live):
+    with pytest.raises(openai.ConflictError) as caught:
+        _client(fresh_live, "acme").chat.completions.create(
+            model="acme/tiny", messages=[{"role": "user", "content": "word " * 100}]
+        )
+    assert caught.value.body["excluded"] == [
+        {"endpoint": "cheap-tiny", "reason": "context_too_small"}
+    ]
+
+
+def test_r_api_1_embeddings_route_only_to_embedding_endpoints(fresh_live):
+    client = _client(fresh_live, "acme")
+    result = client.embeddings.create(model="openai/text-embedding-3-small", input=["a", "b"])
+    assert len(result.data) == 2
+    assert len(result.data[0].embedding) == 8
+    with pytest.raises(openai.ConflictError) as caught:
+        client.embeddings.create(model="meta/llama-3.3-70b", input="a")
+    assert {x["reason"] for x in caught.value.body["excluded"]} == {"cannot_embed"}
+
+
+def test_r_api_1_responses_input_form(fresh_live):
+    response = _client(fresh_live, "acme").responses.create(
+        model="meta/llama-3.3-70b", input="Say hello", instructions="Be brief."
+    )
+    assert "fake reply from cheap" in response.output_text
+    assert response.model == "meta/llama-3.3-70b"
+    assert response.usage.output_tokens == 20
+    sent = fresh_live.fakes["cheap"].stats()["last_request"]["body"]
+    assert sent["messages"] == [{"role": "system", "content": "Be brief."},
+                                {"role": "user", "content": "Say hello"}]  # fmt: skip
+
+
+def test_r_api_7_trace_is_scoped_to_the_callers_workspace(fresh_live):
+    # given a request in workspace acme
+    raw = _client(fresh_live, "acme").chat.completions.with_raw_response.create(
+        model="meta/llama-3.3-70b", messages=MESSAGES
+    )
+    trace_id = raw.headers["x-switchyard-trace-id"]
+    url = f"{fresh_live.base_url}/traces/{trace_id}"
+    # when acme asks for it
+    mine = httpx.get(url, headers={"Authorization": f"Bearer {fresh_live.keys['acme']}"})
+    # then it gets the decision and attempts, and no content
+    assert mine.status_code == 200
+    trace = mine.json()
+    assert (trace["model"], trace["provider"], trace["status_code"]) == (
+        "meta/llama-3.3-70b", "cheap", 200
+    )  # fmt: skip
+    assert trace["decision"]["ordered"] == ["cheap-llama", "pricey-llama"]
+    assert trace["attempts"][0]["status"] == "ok"
+    assert "Say hello" not in mine.text
+    assert "fake reply" not in mine.text
+    # and another workspace gets a 404, not a 403
+    theirs = httpx.get(url, headers={"Authorization": f"Bearer {fresh_live.keys['other']}"})
+    assert theirs.status_code == 404
+    assert theirs.json()["error"]["code"] == "trace_not_found"
+
+
+def test_d_3_revoked_key_is_refused_after_the_snapshot_reloads(fresh_live):
+    # given a new key that works
+    key = fresh_live.manage("createkey", "--workspace", "acme", "--name", "temp").strip()
+    client = openai.OpenAI(base_url=fresh_live.base_url, api_key=key, max_retries=0)
+    deadline = time.monotonic() + 5
+    while not _accepted(client):  # the gateway picks the new key up within one snapshot poll
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    # when it is revoked
+    fresh_live.manage("revokekey", key[:18])
+    # then it is refused with the same body as an unknown key
+    deadline = time.monotonic() + 5
+    while _accepted(client):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    with pytest.raises(openai.AuthenticationError) as refused:
+        client.models.list()
+    assert refused.value.code == "invalid_api_key"
+
+
+def _accepted(client: openai.OpenAI) -> bool:
+    try:
+        client.models.list()
+    except openai.AuthenticationError:
+        return False
+    return True

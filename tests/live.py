@@ -1,0 +1,132 @@
+"""A live installation for API tests: fake upstreams, a database of its own, the catalog
+applied with `manage.py apply`, keys from `manage.py createkey`, and the gateway under
+uvicorn — driven from outside, the way users drive it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from gateway.fakeupstream.process import FakeUpstreamProcess, start_fake_upstream
+from gateway.processes import GatewayProcess, base_env, manage, running_gateway
+
+UPSTREAM_KEY = "upstream-secret-key"
+
+
+def catalog_yaml(fakes: dict[str, FakeUpstreamProcess]) -> str:
+    return f"""
+providers:
+  - {{slug: cheap, name: Cheap, api_style: openai, base_url: "{fakes["cheap"].base_url}",
+      api_key_env: LIVE_UPSTREAM_KEY}}
+  - {{slug: pricey, name: Pricey, api_style: openai, base_url: "{fakes["pricey"].base_url}",
+      api_key_env: LIVE_UPSTREAM_KEY}}
+  - {{slug: paced, name: Paced, api_style: openai, base_url: "{fakes["paced"].base_url}",
+      api_key_env: LIVE_UPSTREAM_KEY}}
+  - {{slug: anthro, name: Anthro, api_style: anthropic, base_url: "{fakes["anthro"].base_url}",
+      api_key_env: LIVE_UPSTREAM_KEY}}
+models:
+  - {{slug: meta/llama-3.3-70b, aliases: [llama-3.3-70b-versatile], capabilities: [text, tools],
+      context_window: 131072, version: "3.3"}}
+  - {{slug: anthropic/claude-sonnet-4, capabilities: [text, vision, tools], context_window: 200000,
+      version: "4"}}
+  - {{slug: openai/text-embedding-3-small, capabilities: [embedding], context_window: 8191}}
+  - {{slug: acme/tiny, capabilities: [text], context_window: 64}}
+  - {{slug: acme/paced, capabilities: [text], context_window: 8192}}
+endpoints:
+  - {{id: cheap-llama, provider: cheap, model: meta/llama-3.3-70b, upstream_model: llama-up,
+      region: us-east-1, price: {{input: 0.5, output: 0.5}}, sovereignty_class: any}}
+  - {{id: pricey-llama, provider: pricey, model: meta/llama-3.3-70b, upstream_model: llama-eu,
+      region: eu-west-1, price: {{input: 1.0, output: 1.0}}, sovereignty_class: eu-hosted}}
+  - {{id: anthro-sonnet, provider: anthro, model: anthropic/claude-sonnet-4,
+      upstream_model: claude-sonnet-4-20250514, region: us-east-1,
+      price: {{input: 3, output: 15}}, sovereignty_class: any}}
+  - {{id: cheap-embed, provider: cheap, model: openai/text-embedding-3-small,
+      upstream_model: text-embedding-3-small, region: us-east-1,
+      price: {{input: 0.02, output: 0}}, sovereignty_class: any}}
+  - {{id: cheap-tiny, provider: cheap, model: acme/tiny, upstream_model: tiny, region: us-east-1,
+      price: {{input: 0.1, output: 0.1}}, sovereignty_class: any}}
+  - {{id: paced-ep, provider: paced, model: acme/paced, upstream_model: paced, region: us-east-1,
+      price: {{input: 0.1, output: 0.1}}, sovereignty_class: any}}
+workspaces:
+  - {{slug: acme, name: ACME, policy: {{max_attempts: 3}}}}
+  - {{slug: euonly, name: EU only, policy: {{allowed_residency: [eu-owned], max_attempts: 3}}}}
+  - {{slug: other, name: Other, policy: {{max_attempts: 3}}}}
+"""
+
+
+@contextlib.contextmanager
+def live_database() -> Iterator[str]:
+    """A DATABASE_URL of a fresh database on the configured server (SQLite by default)."""
+    configured = os.environ.get("DATABASE_URL", "")
+    if not configured.startswith("postgres"):
+        with tempfile.TemporaryDirectory() as folder:
+            yield f"sqlite:///{Path(folder) / 'live.sqlite3'}"
+        return
+    import psycopg
+
+    parsed = urlparse(configured)
+    name = f"{parsed.path.lstrip('/') or 'switchyard'}_live_{os.getpid()}"
+    admin = parsed._replace(path="/postgres").geturl()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield parsed._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@dataclass
+class Live:
+    gateway: GatewayProcess
+    fakes: dict[str, FakeUpstreamProcess]
+    env: dict[str, str]
+    keys: dict[str, str] = field(default_factory=dict)  # workspace slug -> API key
+
+    @property
+    def base_url(self) -> str:
+        return self.gateway.base_url
+
+    def manage(self, *args: str) -> str:
+        return manage(*args, env=self.env)
+
+
+@contextlib.contextmanager
+def live_installation(log_dir: Path) -> Iterator[Live]:
+    fakes: dict[str, FakeUpstreamProcess] = {}
+    try:
+        for name in ("cheap", "pricey", "anthro"):
+            fakes[name] = start_fake_upstream("fast", name=name, api_key=UPSTREAM_KEY)
+        # 20 tokens at 40 tokens/s: a stream that takes half a second to finish.
+        fakes["paced"] = start_fake_upstream(
+            "fast", name="paced", api_key=UPSTREAM_KEY, tokens_per_s=40
+        )
+        with live_database() as database_url:
+            env = base_env(
+                DATABASE_URL=database_url,
+                LIVE_UPSTREAM_KEY=UPSTREAM_KEY,
+                SWITCHYARD_SNAPSHOT_POLL_S="0.1",
+                SWITCHYARD_TRACE_FLUSH_S="0.05",
+                SWITCHYARD_MAX_BODY_BYTES="200000",
+                SWITCHYARD_TTFB_TIMEOUT_S="2",
+                LOG_LEVEL="WARNING",
+            )
+            manage("migrate", "--noinput", env=env)
+            config = log_dir / "live-catalog.yaml"
+            config.write_text(catalog_yaml(fakes))
+            manage("apply", "-f", str(config), env=env)
+            keys = {
+                slug: manage("createkey", "--workspace", slug, env=env).strip()
+                for slug in ("acme", "euonly", "other")
+            }
+            with running_gateway(env, log_path=log_dir / "gateway.log") as gateway:
+                yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys)
+    finally:
+        for fake in fakes.values():
+            fake.stop()
