@@ -25,6 +25,7 @@ from bench.procs import (
     machine_facts,
     rss_mb,
     wait_for_idle_workers,
+    wait_for_quiet_machine,
 )
 from bench.results import Measurement, Pair, RssSample, Verdict, judge_bars
 from bench.stack import (
@@ -41,6 +42,10 @@ from gateway.processes import ROOT, running_gateway
 REPLY_TOKENS = 20
 GATEWAY_LOG = ROOT / "var" / "bench-gateway.log"
 GATEWAY_LOG_TAIL_LINES = 20
+# Before starting, wait up to QUIET_WAIT_S for other work to drop below QUIET_BUSY_PCT
+# of one core; the per-scenario "others %" column shows what happened during the run.
+QUIET_BUSY_PCT = 15.0
+QUIET_WAIT_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +71,9 @@ def run_bench(options: BenchOptions) -> BenchReport:
     """Run every scenario once; progress goes to stderr, the results into the report."""
     report = BenchReport(options, machine_facts())
     cpus = int(report.facts["CPUs (nproc)"])
+    busy_pct = wait_for_quiet_machine(QUIET_BUSY_PCT, QUIET_WAIT_S)
+    if busy_pct >= QUIET_BUSY_PCT:
+        _progress(f"the machine is still busy ({busy_pct:.0f} % of a core); running anyway")
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-bench-")))
         fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))

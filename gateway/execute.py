@@ -55,6 +55,7 @@ class Outcome:
     response: dict[str, Any] | None = None  # non-stream success
     opened: Opened | None = None  # stream success (not yet relayed)
     failure: AttemptFailed | None = None  # the last failure when nothing succeeded
+    failures: list[AttemptFailed] = field(default_factory=list)  # every failed attempt
     ttfb_ms: int | None = None
 
 
@@ -224,6 +225,7 @@ async def execute(
                         )  # fmt: skip
                     )
                     outcome.failure = failure
+                    outcome.failures.append(failure)
                     if not failure.retryable:
                         return outcome
                     continue

@@ -88,9 +88,8 @@ def upstream_failure(outcome: Outcome) -> ApiError:
             code="upstream_rejected_request",
             extra=attempts,
         )
-    if all(a.error and "unsupported" in (a.error or "") for a in outcome.attempts) or (
-        failure.kind == "unsupported_request"
-    ):
+    if outcome.failures and all(f.kind == "unsupported_request" for f in outcome.failures):
+        # No endpoint's API can express this request (e.g. `n` > 1 on Anthropic only).
         return ApiError(400, failure.message, code="unsupported_request", extra=attempts)
     if failure.kind == "timeout":
         status, code = 504, "upstream_timeout"
