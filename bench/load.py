@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import aiohttp
 import orjson
 import uvloop
 
+from bench.probe import Probe
 from bench.results import CpuShare, Measurement
 
 # One request may not take longer than this; a slower one counts as an error.
@@ -31,10 +32,6 @@ MAX_ERROR_SAMPLES = 5
 TAIL_BYTES = 32
 DONE_LINE = b"data: [DONE]"
 PROMPT = [{"role": "user", "content": "Say hello to the benchmark."}]
-
-# CPU seconds so far by role: "loadgen", "fake", "gateway", "worker N" (zero-padded N),
-# and "machine" (busy time of all CPUs).
-CpuProbe = Callable[[], Mapping[str, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +73,10 @@ class _Tally:
             self.error_samples.append(sample)
 
 
-def run_load(target: Target, load: Load, probe: CpuProbe, cpus: int) -> Measurement:
+def run_load(target: Target, load: Load, probe: Probe) -> Measurement:
     """Drive `target` for warm-up + duration on a fresh uvloop loop; bounded in time."""
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        tally, cpu = runner.run(_drive(target, load, probe, cpus))
+        tally, cpu = runner.run(_drive(target, load, probe))
     return Measurement(
         target=target.name,
         stream=load.stream,
@@ -95,7 +92,7 @@ def run_load(target: Target, load: Load, probe: CpuProbe, cpus: int) -> Measurem
     )
 
 
-async def _drive(target: Target, load: Load, probe: CpuProbe, cpus: int) -> tuple[_Tally, CpuShare]:
+async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuShare]:
     body = orjson.dumps({"model": target.model, "messages": PROMPT, "stream": load.stream})
     headers = {"Authorization": f"Bearer {target.api_key}", "Content-Type": "application/json"}
     session = aiohttp.ClientSession(
@@ -111,7 +108,7 @@ async def _drive(target: Target, load: Load, probe: CpuProbe, cpus: int) -> tupl
             asyncio.create_task(_client(session, target.url, body, headers, load.stream, tally))
             for _ in range(load.concurrency)
         ]
-        cpu = await _sample_cpu(tally, probe, cpus)
+        cpu = await _sample(tally, probe)
         _done, pending = await asyncio.wait(tasks, timeout=DRAIN_TIMEOUT_S)
         for task in pending:
             task.cancel()
@@ -184,13 +181,14 @@ async def _read_stream(content: aiohttp.StreamReader) -> float:
     return first
 
 
-async def _sample_cpu(tally: _Tally, probe: CpuProbe, cpus: int) -> CpuShare:
-    """CPU seconds each role spent between the window's start and end."""
+async def _sample(tally: _Tally, probe: Probe) -> CpuShare:
+    """CPU seconds each role spent between the window's start and end, and the gateway's
+    connections per worker at the end (all clients are connected by then)."""
     await asyncio.sleep(max(tally.window_start - time.perf_counter(), 0.0))
-    before = probe()
+    before = probe.cpu_seconds()
     opened = time.perf_counter()
     await asyncio.sleep(max(tally.window_end - time.perf_counter(), 0.0))
-    after = probe()
+    after = probe.cpu_seconds()
     elapsed_s = time.perf_counter() - opened
     spent = {role: after[role] - before[role] for role in after}
     return CpuShare(
@@ -198,6 +196,7 @@ async def _sample_cpu(tally: _Tally, probe: CpuProbe, cpus: int) -> CpuShare:
         fake_s=spent["fake"],
         gateway_s=spent["gateway"],
         workers_s=tuple(spent[role] for role in sorted(spent) if role.startswith("worker ")),
+        worker_connections=probe.worker_connections(),
         machine_busy_s=spent["machine"],
-        machine_capacity_s=elapsed_s * cpus,
+        machine_capacity_s=elapsed_s * probe.cpus,
     )

@@ -64,6 +64,24 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def established_connections(port: int, pids: tuple[int, ...]) -> tuple[int, ...]:
+    """How many established TCP connections to local `port` each process holds (IPv4)."""
+    inodes = set()
+    for line in (PROC / "net" / "tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+            inodes.add(f"socket:[{fields[9]}]")
+    counts = []
+    for pid in pids:
+        held = 0
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for fd in (PROC / str(pid) / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    held += os.readlink(fd) in inodes
+        counts.append(held)
+    return tuple(counts)
+
+
 def machine_busy_s() -> float:
     """CPU seconds all CPUs spent not idle since boot (first line of /proc/stat)."""
     values = [int(v) for v in (PROC / "stat").read_text().split("\n", 1)[0].split()[1:]]

@@ -99,7 +99,7 @@ def _cpu(pairs: Sequence[Pair]) -> list[str]:
     rows = [
         "### CPU during the window (% of one core) and per request",
         "",
-        "| mode | conc | target | loadgen % | fake % | gateway % | per worker % | others %"
+        "| mode | conc | target | loadgen % | fake % | gateway % | per worker % (conns) | others %"
         " | machine busy % | loadgen µs/req | gateway µs/req | upstream calls/req |",
         "|---|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|",
     ]
@@ -109,12 +109,20 @@ def _cpu(pairs: Sequence[Pair]) -> list[str]:
         rows.append(
             f"| {m.mode} | {m.concurrency} | {m.target} | {_pct(m, m.cpu.loadgen_s)}"
             f" | {_pct(m, m.cpu.fake_s)} | {_pct(m, m.cpu.gateway_s)}"
-            f" | {' + '.join(_pct(m, s) for s in m.cpu.workers_s)}"
+            f" | {_per_worker(m)}"
             f" | {_pct(m, m.cpu.others_s)} | {_n(m.cpu.machine_busy_pct, 0)}"
             f" | {_n(m.cpu_us_per_request(m.cpu.loadgen_s), 0)} | {_n(gateway_us, 0)}"
             f" | {_n(calls, 3)} |"
         )
     return [*rows, ""]
+
+
+def _per_worker(m: Measurement) -> str:
+    """`61 (16) + 2 (0)`: each worker's CPU % and, through the gateway, its connections."""
+    if m.target != "gateway":
+        return " + ".join(_pct(m, s) for s in m.cpu.workers_s)
+    shares = zip(m.cpu.workers_s, m.cpu.worker_connections, strict=False)
+    return " + ".join(f"{_pct(m, s)} ({conns})" for s, conns in shares)
 
 
 def _memory(report: BenchReport) -> list[str]:

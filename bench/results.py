@@ -23,6 +23,7 @@ class CpuShare:
     fake_s: float
     gateway_s: float  # server process, workers and helpers together
     workers_s: tuple[float, ...]  # each gateway worker, to show how evenly load spreads
+    worker_connections: tuple[int, ...]  # client connections each worker held at the end
     machine_busy_s: float  # every process and the kernel, from /proc/stat
     machine_capacity_s: float  # window length x number of CPUs
 

@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bench.load import CpuProbe, Load, Target, run_load
+from bench.load import Load, Target, run_load
+from bench.probe import Probe
 from bench.procs import (
     ProcessTree,
-    cpu_seconds,
     kill_leftovers,
-    machine_busy_s,
     machine_facts,
     rss_mb,
     wait_for_idle_workers,
@@ -79,11 +77,11 @@ def run_bench(options: BenchOptions) -> BenchReport:
         fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))
         direct = Target("direct", f"{fake.base_url}/chat/completions", UPSTREAM_MODEL, "bench")
         alone = replace(direct, name="fake alone")
-        probe = _cpu_probe(fake.process.pid, None)
+        probe = Probe(fake.process.pid, cpus)
         _progress(f"fake upstream alone on {fake.base_url}")
         for stream in (False, True):
             load = Load(stream, max(options.concurrencies), options.warmup_s, options.duration_s)
-            report.fake_alone.append(_measure(fake, alone, load, probe, cpus))
+            report.fake_alone.append(_measure(fake, alone, load, probe))
 
         env = bench_env(workdir / "bench.sqlite3", options.gateway.transport)
         api_key = prepare_database(env, fake.base_url, workdir)
@@ -100,14 +98,14 @@ def run_bench(options: BenchOptions) -> BenchReport:
         _progress(f"gateway ({gw.server}, {len(tree.workers)} workers) on {gateway.base_url}")
         report.rss.append(_rss("idle, before load", tree))
         via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, api_key)
-        gateway_probe = _cpu_probe(fake.process.pid, tree)
+        gateway_probe = Probe(fake.process.pid, cpus, tree, gateway.port)
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
                 report.pairs.append(
                     Pair(
-                        _measure(fake, direct, load, gateway_probe, cpus),
-                        _measure(fake, via, load, gateway_probe, cpus),
+                        _measure(fake, direct, load, gateway_probe),
+                        _measure(fake, via, load, gateway_probe),
                     )
                 )
         report.rss.append(_rss("after load", tree))
@@ -117,11 +115,9 @@ def run_bench(options: BenchOptions) -> BenchReport:
     return report
 
 
-def _measure(
-    fake: FakeUpstreamProcess, target: Target, load: Load, probe: CpuProbe, cpus: int
-) -> Measurement:
+def _measure(fake: FakeUpstreamProcess, target: Target, load: Load, probe: Probe) -> Measurement:
     calls_before = fake.stats()["requests"]
-    measured = run_load(target, load, probe, cpus)
+    measured = run_load(target, load, probe)
     measured = replace(measured, upstream_calls=fake.stats()["requests"] - calls_before)
     _progress(
         f"  {measured.mode:>10} c{load.concurrency:<3} {target.name:<10}"
@@ -130,29 +126,6 @@ def _measure(
         f"  errors {measured.error_count}"
     )
     return measured
-
-
-def _cpu_probe(fake_pid: int, tree: ProcessTree | None) -> CpuProbe:
-    def probe() -> dict[str, float]:
-        workers = {f"worker {i:03d}": cpu_seconds(pid) for i, pid in enumerate(tree.workers)}
-        others = sum(cpu_seconds(pid) for pid in (tree.master, *tree.helpers))
-        return {
-            "loadgen": time.process_time(),
-            "fake": cpu_seconds(fake_pid),
-            "gateway": others + sum(workers.values()),
-            "machine": machine_busy_s(),
-            **workers,
-        }
-
-    def probe_without_gateway() -> dict[str, float]:
-        return {
-            "loadgen": time.process_time(),
-            "fake": cpu_seconds(fake_pid),
-            "gateway": 0.0,
-            "machine": machine_busy_s(),
-        }
-
-    return probe if tree else probe_without_gateway
 
 
 def _rss(label: str, tree: ProcessTree) -> RssSample:

@@ -25,6 +25,10 @@ DEMO_UPSTREAMS = (
 )
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 class Command(BaseCommand):
     help = "Serve the demo: fake upstreams on 9101-9104 and the gateway."
 
@@ -34,6 +38,10 @@ class Command(BaseCommand):
         parser.add_argument("--key-file", help="file with the demo key to print in the hints")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Stop the children on SIGTERM and on Ctrl-C, even when started in the background
+        # (where a non-interactive shell leaves SIGINT ignored).
+        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGINT, _interrupt)
         children: list[subprocess.Popen[bytes]] = []
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         try:
