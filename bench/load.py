@@ -108,12 +108,15 @@ async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuS
             asyncio.create_task(_client(session, target.url, body, headers, load.stream, tally))
             for _ in range(load.concurrency)
         ]
-        cpu = await _sample(tally, probe)
-        _done, pending = await asyncio.wait(tasks, timeout=DRAIN_TIMEOUT_S)
-        for task in pending:
-            task.cancel()
-            tally.error("unfinished", f"still running {DRAIN_TIMEOUT_S:g} s after the window")
-        await asyncio.gather(*pending, return_exceptions=True)
+        try:
+            cpu = await _sample(tally, probe)
+            _done, pending = await asyncio.wait(tasks, timeout=DRAIN_TIMEOUT_S)
+            for _task in pending:
+                tally.error("unfinished", f"still running {DRAIN_TIMEOUT_S:g} s after the window")
+        finally:  # also on Ctrl-C: no client may outlive the session
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
     return tally, cpu
 
 

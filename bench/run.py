@@ -108,7 +108,9 @@ def run_bench(options: BenchOptions) -> BenchReport:
                         _measure(fake, via, load, gateway_probe),
                     )
                 )
-        report.rss.append(_rss("after load", tree))
+                # After every scenario, so that growth can be told from a plateau.
+                mode = "stream" if stream else "non-stream"
+                report.rss.append(_rss(f"after {mode} c{concurrency}", tree))
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
     if any(pair.gateway.error_count for pair in report.pairs):
         report.gateway_log_tail = _tail(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)

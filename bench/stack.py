@@ -1,5 +1,6 @@
 """What the benchmark runs against: a throw-away SQLite database holding a one-endpoint
-catalog that points at the fake upstream, a workspace key, and the gateway's environment.
+catalog that points at the fake upstream (loaded with `manage.py apply -f`), a workspace
+key, and the gateway's environment.
 
 Nothing here touches the developer's database: every `manage.py` call and the gateway
 get DATABASE_URL pointing into the benchmark's temporary directory.
@@ -7,21 +8,19 @@ get DATABASE_URL pointing into the benchmark's temporary directory.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from gateway.processes import ROOT, base_env, manage
+from gateway.processes import base_env, manage
 
 GATEWAY_MODEL = "meta/llama-3.3-70b"
 UPSTREAM_MODEL = "llama-up"
 WORKSPACE = "bench"
-# The credential the gateway sends upstream; the fake accepts any, but BYOK sealing needs one.
+# The credential the gateway sends upstream; the fake accepts any, but a provider needs one.
 UPSTREAM_KEY = "bench-key"
 UPSTREAM_KEY_ENV = "SWITCHYARD_BENCH_UPSTREAM_KEY"
-APPLY_COMMAND = ROOT / "gateway" / "management" / "commands" / "apply.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +49,9 @@ def bench_env(db_path: Path, transport: str) -> dict[str, str]:
 def prepare_database(env: dict[str, str], upstream_base_url: str, workdir: Path) -> str:
     """Migrate the empty database, load the catalog, return a new workspace key."""
     manage("migrate", "--noinput", env=env)
-    if APPLY_COMMAND.exists():
-        config = workdir / "bench-catalog.yaml"
-        config.write_text(yaml.safe_dump(catalog(upstream_base_url), sort_keys=False))
-        manage("apply", "-f", str(config), env=env)
-    else:  # until `manage.py apply` exists: the same rows through the ORM
-        manage("shell", "-c", _catalog_script(upstream_base_url), env=env)
+    config = workdir / "bench-catalog.yaml"
+    config.write_text(yaml.safe_dump(catalog(upstream_base_url), sort_keys=False))
+    manage("apply", "-f", str(config), env=env)
     return manage("createkey", "--workspace", WORKSPACE, env=env).strip()
 
 
@@ -86,24 +82,3 @@ def catalog(upstream_base_url: str) -> dict[str, object]:
         ],
         "workspaces": [{"slug": WORKSPACE, "name": WORKSPACE, "policy": {}}],
     }
-
-
-def _catalog_script(upstream_base_url: str) -> str:
-    return textwrap.dedent(f"""
-        from django.conf import settings
-        from routing.models import Provider, Model, Endpoint
-        from workspaces.models import Workspace, Policy
-        from workspaces.secrets import seal, owner_aad
-        s = seal({UPSTREAM_KEY!r}, owner_aad(None, 'bench'), settings.SWITCHYARD_ENCRYPTION_KEYS)
-        p = Provider.objects.create(
-            slug='bench', name='bench', api_style='openai', base_url={upstream_base_url!r},
-            credential_ciphertext=s.ciphertext, credential_nonce=s.nonce,
-            credential_key_id=s.key_id)
-        m = Model.objects.create(
-            slug={GATEWAY_MODEL!r}, capabilities=['text', 'tools'], context_window=131072)
-        Endpoint.objects.create(
-            id='bench-ep', provider=p, model=m, upstream_model={UPSTREAM_MODEL!r},
-            region='us-east-1', price_input=1, price_output=1)
-        ws = Workspace.objects.create(slug={WORKSPACE!r}, name={WORKSPACE!r})
-        Policy.objects.create(workspace=ws)
-    """)

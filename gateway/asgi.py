@@ -1,22 +1,104 @@
-"""ASGI entry point. Wraps Django's handler to answer the lifespan protocol: on shutdown
-the queued traces are flushed and the upstream client closed."""
+"""ASGI entry point.
+
+Two Django handlers share one URLconf. The API paths (`/v1/`, `/healthz`, `/metrics`) go
+to a handler whose middleware is only the request-id middleware: Django's built-in
+middleware (sessions, auth, CSRF, messages, security headers) is `MiddlewareMixin`-based,
+and under ASGI each of its hooks runs in a thread via `sync_to_async` — fourteen thread
+hops per request, most of the gateway's CPU per call in the profile
+(docs/performance.md). The console and everything else get the full stack.
+
+The wrapper also answers the lifespan protocol: on shutdown the queued traces are
+flushed and the upstream client is closed.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.exceptions import RequestAborted  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E402
+from django.http import HttpResponseBase  # noqa: E402
+from django.urls import set_script_prefix  # noqa: E402
 
-django_application = get_asgi_application()
+django.setup(set_prefix=False)
+
+API_PREFIXES = ("/v1/", "/healthz", "/metrics")
+API_MIDDLEWARE = ["gateway.middleware.request_id_middleware"]
+
+
+class ApiASGIHandler(ASGIHandler):
+    """Django's ASGI handler with the API's own, all-async middleware list, and without
+    the request_started/request_finished signals: their receivers reset and close
+    database connections, each in a thread hop, and the API path holds no connection on
+    the event loop's thread (its few queries run in `sync_to_async` threads)."""
+
+    async def handle(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # Django's ASGIHandler.handle (5.2) minus the two signals; the disconnect handling
+        # is kept as it is, so a client that goes away cancels the view or the stream.
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            body_file.close()
+            await self.send_response(error_response, send)
+            return
+
+        async def process_request() -> HttpResponseBase:
+            response = await self.run_get_response(request)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.send_response(response, send)
+            return response
+
+        tasks = [
+            asyncio.create_task(self.listen_for_disconnect(receive)),
+            asyncio.create_task(process_request()),
+        ]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                with contextlib.suppress(RequestAborted, asyncio.CancelledError):
+                    task.result()
+            else:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        body_file.close()
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        # load_middleware reads settings.MIDDLEWARE; swap it for this handler only, once,
+        # at start-up (before any request is served).
+        full = settings.MIDDLEWARE
+        settings.MIDDLEWARE = API_MIDDLEWARE
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = full
+
+
+api_application = ApiASGIHandler()
+django_application = ASGIHandler()
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] != "lifespan":
+    if scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+    elif scope["path"].startswith(API_PREFIXES):
+        await api_application(scope, receive, send)
+    else:
         await django_application(scope, receive, send)
-        return
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
     from gateway import runtime
     from gateway.upstream_client import close_client
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Awaitable, Callable
 
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
+
+from gateway.ids import new_request_id
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
 
 
 def _request_id(request: HttpRequest) -> str:
     sent = request.headers.get("X-Request-Id", "")
-    return sent if _SANE_ID.match(sent) else uuid.uuid4().hex
+    return sent if _SANE_ID.match(sent) else new_request_id()
 
 
 @sync_and_async_middleware

@@ -88,6 +88,7 @@ class Live:
     fakes: dict[str, FakeUpstreamProcess]
     env: dict[str, str]
     keys: dict[str, str] = field(default_factory=dict)  # workspace slug -> API key
+    log_path: Path | None = None  # what the gateway wrote to stdout and stderr
 
     @property
     def base_url(self) -> str:
@@ -115,7 +116,7 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 SWITCHYARD_TRACE_FLUSH_S="0.05",
                 SWITCHYARD_MAX_BODY_BYTES="200000",
                 SWITCHYARD_TTFB_TIMEOUT_S="2",
-                LOG_LEVEL="WARNING",
+                LOG_LEVEL="INFO",
             )
             manage("migrate", "--noinput", env=env)
             config = log_dir / "live-catalog.yaml"
@@ -125,8 +126,9 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 slug: manage("createkey", "--workspace", slug, env=env).strip()
                 for slug in ("acme", "euonly", "other")
             }
-            with running_gateway(env, log_path=log_dir / "gateway.log") as gateway:
-                yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys)
+            log_path = log_dir / "gateway.log"
+            with running_gateway(env, log_path=log_path) as gateway:
+                yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys, log_path=log_path)
     finally:
         for fake in fakes.values():
             fake.stop()

@@ -17,6 +17,7 @@ from gateway.api.errors import ApiError
 from gateway.attempts import Attempt
 from gateway.config import GatewaySettings
 from gateway.execute import Target
+from gateway.ids import new_uuid
 from gateway.snapshot import KeyEntry, Snapshot, WorkspaceEntry
 from routing.types import Decision, EndpointInfo
 from workspaces.keys import secret_matches, split_key
@@ -61,7 +62,7 @@ class CallContext:
     key: KeyEntry
     workspace: WorkspaceEntry
     operation: str
-    trace_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    trace_id: uuid.UUID = field(default_factory=new_uuid)
     started: float = field(default_factory=time.perf_counter)
     created: int = field(default_factory=lambda: int(time.time()))
     requested_model: str = ""

@@ -3,7 +3,7 @@ decide, execute, record. Views call `serve`; each step lives in its own module."
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -162,6 +162,20 @@ async def chat_completions(ctx: CallContext, body: dict[str, Any]) -> HttpRespon
 
 
 def stream_response(ctx: CallContext, opened: Opened) -> StreamingHttpResponse:
+    return sse_response(chat_stream_frames(ctx, opened))
+
+
+def sse_response(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def chat_stream_frames(ctx: CallContext, opened: Opened) -> AsyncIterator[bytes]:
+    """The client's chat stream: upstream frames, then the switchyard chunk and [DONE]
+    (or an error event); the trace is recorded however the stream ends."""
+
     def tail(opened: Opened, error: str | None) -> list[bytes]:
         if error is not None:
             failure = {"message": error, "type": "upstream_error",
@@ -188,12 +202,7 @@ def stream_response(ctx: CallContext, opened: Opened) -> StreamingHttpResponse:
             ttfb_ms=opened.ttfb_ms,
         )
 
-    response = StreamingHttpResponse(
-        relay(opened, tail=tail, on_end=on_end), content_type="text/event-stream"
-    )
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    return relay(opened, tail=tail, on_end=on_end)
 
 
 async def embeddings(ctx: CallContext, body: dict[str, Any]) -> HttpResponseBase:

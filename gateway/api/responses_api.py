@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from django.http import HttpResponseBase
 
 from gateway.api import bodies, pipeline, report
 from gateway.api.context import CallContext
 from gateway.api.errors import invalid
+from gateway.api.responses_stream import ResponsesStream, translate
+from gateway.streaming import frame_json
 
-PASSED_THROUGH = ("temperature", "top_p", "user", "metadata", "tools", "tool_choice",
+PASSED_THROUGH = ("temperature", "stream", "top_p", "user", "metadata", "tools", "tool_choice",
                   "parallel_tool_calls", "models", "provider", "routing", "residency",
                   "session_id")  # fmt: skip
 CONTENT_TYPES = {"input_text": "text", "output_text": "text", "text": "text"}
@@ -105,12 +108,29 @@ def to_response(chat: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
     }
 
 
+def _error_event(data: bytes) -> bytes:
+    error = orjson.loads(data).get("error") or {}
+    return frame_json(
+        {"type": "error", "code": error.get("code"), "message": error.get("message", ""),
+         "param": None, "sequence_number": 0},
+        event="error",
+    )  # fmt: skip
+
+
 async def responses(ctx: CallContext, body: dict[str, Any]) -> HttpResponseBase:
-    if bodies.require_bool(body, "stream"):
-        raise invalid("streaming is not supported on /v1/responses yet", param="stream")
+    ctx.stream = bodies.require_bool(body, "stream")
     chat_body = to_chat_body(body)
     route = pipeline.chat_route(ctx, chat_body)
-    outcome = await pipeline.route_and_execute(ctx, chat_body, route, stream=False)
+    outcome = await pipeline.route_and_execute(ctx, chat_body, route, stream=ctx.stream)
+    if outcome.opened is not None:
+        shaper = ResponsesStream(
+            response_id=f"resp_{ctx.trace_id.hex}",
+            message_id=f"msg_{ctx.trace_id.hex}",
+            created=ctx.created,
+            model=outcome.opened.target.endpoint.model,
+        )
+        frames = pipeline.chat_stream_frames(ctx, outcome.opened)
+        return pipeline.sse_response(translate(frames, shaper, _error_event))
     chat = outcome.response or {}
     usage = chat.get("usage")
     chat["switchyard"] = report.switchyard_block(ctx, outcome.target, usage)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ WEATHER_TOOL = {
 }
 
 
-def test_r_api_2_non_streaming_completion_with_headers_and_switchyard_block(client, fresh_live):
+def test_r_api_4_5_6_non_streaming_completion_with_headers_and_switchyard_block(client, fresh_live):
     # when
     raw = client.chat.completions.with_raw_response.create(
         model="llama-3.3-70b-versatile", messages=MESSAGES
@@ -58,7 +58,7 @@ def test_r_api_2_non_streaming_completion_with_headers_and_switchyard_block(clie
     assert "upstream-secret-key" not in orjson.dumps(last).decode()
 
 
-def test_r_api_2_streaming_arrives_chunk_by_chunk_with_final_switchyard_block(client):
+def test_r_api_2_r_api_5_streaming_arrives_chunk_by_chunk_with_final_switchyard_block(client):
     # when
     started = time.perf_counter()
     arrivals: list[float] = []
@@ -170,3 +170,41 @@ def test_d_10_client_request_id_is_kept_when_sane(fresh_live):
     headers["X-Request-Id"] = "bad id with spaces"
     response = httpx.get(f"{fresh_live.base_url}/models", headers=headers)
     assert response.headers["x-request-id"] != "bad id with spaces"
+
+
+def test_r_exe_8_client_disconnect_cancels_the_stream_and_is_traced(fresh_live):
+    # given a slow stream (20 tokens at 40 tokens/s)
+    headers = {"Authorization": f"Bearer {fresh_live.keys['acme']}"}
+    body = {"model": "acme/paced", "messages": MESSAGES, "stream": True}
+    with httpx.stream(
+        "POST", f"{fresh_live.base_url}/chat/completions", headers=headers, json=body
+    ) as response:
+        trace_id = response.headers["x-switchyard-trace-id"]
+        # when the client goes away after the first chunk
+        next(response.iter_raw())
+    # then the gateway stops relaying and records the interruption in the trace
+    url = f"{fresh_live.base_url}/traces/{trace_id}"
+    deadline = time.monotonic() + 5
+    while True:
+        trace = httpx.get(url, headers=headers)
+        if trace.status_code == 200:
+            break
+        assert time.monotonic() < deadline, trace.text
+        time.sleep(0.1)
+    assert trace.json()["error_code"] == "stream_interrupted"
+    assert trace.json()["latency_ms"] < 450  # it did not wait for the rest of the stream
+
+
+def test_d_12_logs_hold_no_secrets_or_content(client, fresh_live):
+    # given requests with content, a key and an upstream credential
+    client.chat.completions.create(model="meta/llama-3.3-70b", messages=MESSAGES)
+    httpx.post(
+        f"{fresh_live.base_url}/chat/completions?api_key=sk-sy-in-a-query-string",
+        json={"model": "meta/llama-3.3-70b", "messages": MESSAGES},
+    )
+    # then nothing secret or content-bearing reached the gateway's log
+    log = fresh_live.log_path.read_text()
+    assert "Application startup complete" in log  # the log is the real one
+    for secret in [*fresh_live.keys.values(), "upstream-secret-key", "sk-sy-in-a-query-string",
+                   "Say hello", "fake reply"]:  # fmt: skip
+        assert secret not in log

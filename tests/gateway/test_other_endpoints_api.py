@@ -124,3 +124,20 @@ def _accepted(client: openai.OpenAI) -> bool:
     except openai.AuthenticationError:
         return False
     return True
+
+
+def test_r_api_1_responses_stream_events(fresh_live):
+    client = _client(fresh_live, "acme")
+    events = list(
+        client.responses.create(model="meta/llama-3.3-70b", input="Say hello", stream=True)
+    )
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created"
+    assert kinds[-1] == "response.completed"
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert "fake reply from cheap" in deltas
+    final = events[-1].response
+    assert final.output_text == deltas
+    assert final.usage.output_tokens == 20
+    assert final.model_extra["switchyard"]["provider"] == "cheap"
+    assert [e.sequence_number for e in events] == list(range(1, len(events) + 1))
