@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -89,8 +90,13 @@ def running_gateway(
     """Start the gateway, wait for /healthz, stop it (SIGTERM, then SIGKILL) on exit."""
     port = port or free_port()
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    metrics_dir = tempfile.TemporaryDirectory(prefix="switchyard-metrics-")
     process = subprocess.Popen(
-        gateway_command(port, workers, server), env=dict(env), cwd=ROOT, stdout=log, stderr=log
+        gateway_command(port, workers, server),
+        env=with_metrics_dir(env, workers, metrics_dir.name),
+        cwd=ROOT,
+        stdout=log,
+        stderr=log,
     )
     try:
         wait_until_up(f"http://127.0.0.1:{port}/healthz", 30.0, process)
@@ -104,6 +110,16 @@ def running_gateway(
             process.wait()
         if log_path:
             log.close()  # type: ignore[union-attr]
+        metrics_dir.cleanup()
+
+
+def with_metrics_dir(env: Mapping[str, str], workers: int, folder: str) -> dict[str, str]:
+    """Several workers must share their Prometheus samples through files, or `/metrics`
+    shows whichever worker answered the scrape; the folder must start empty."""
+    merged = dict(env)
+    if workers > 1:
+        merged.setdefault("PROMETHEUS_MULTIPROC_DIR", folder)
+    return merged
 
 
 def base_env(**overrides: str) -> dict[str, str]:

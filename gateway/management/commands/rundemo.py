@@ -8,13 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from gateway.processes import ROOT, gateway_command, wait_until_up
+from gateway.processes import ROOT, gateway_command, wait_until_up, with_metrics_dir
 
 # (port, fakeupstream flags): what gateway/demo/switchyard-demo.yaml expects.
 DEMO_UPSTREAMS = (
@@ -51,7 +52,12 @@ class Command(BaseCommand):
             for (port, _flags), child in zip(DEMO_UPSTREAMS, children, strict=True):
                 wait_until_up(f"http://127.0.0.1:{port}/_fake/health", 15, child)
             port = options["port"]
-            gateway = subprocess.Popen(gateway_command(port, options["workers"]), cwd=ROOT, env=env)
+            metrics_dir = tempfile.mkdtemp(prefix="switchyard-metrics-")
+            gateway = subprocess.Popen(
+                gateway_command(port, options["workers"]),
+                cwd=ROOT,
+                env=with_metrics_dir(env, options["workers"], metrics_dir),
+            )
             children.append(gateway)
             wait_until_up(f"http://127.0.0.1:{port}/healthz", 30, gateway)
             self._print_hints(port, options["key_file"])
