@@ -4,6 +4,7 @@ gateway's process tree, and the facts printed above every result table."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import platform
 import signal
@@ -178,6 +179,16 @@ def _alive(tree: ProcessTree) -> list[int]:
         if ticks != -1 and ticks == tree.started_at_ticks.get(pid):
             alive.append(pid)
     return alive
+
+
+def source_digest(root: Path, packages: tuple[str, ...]) -> str:
+    """A short sha256 of the Python sources of `packages`: the tree has no commits to name,
+    and it changes under a running benchmark when someone edits, so runs can be compared."""
+    digest = hashlib.sha256()
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def machine_facts() -> dict[str, str]:

@@ -39,7 +39,7 @@ def _heading(report: BenchReport) -> list[str]:
     return [
         f"## Switchyard benchmark: {gw.server}, {gw.workers} workers, {gw.transport} transport",
         "",
-        f"Machine: {facts}.",
+        f"Machine and code: {facts}.",
         "",
         f"Method: fake upstream (profile fast, 20-token replies, streams of 20 chunks) and the"
         f" gateway on 127.0.0.1, sharing the machine with the load generator (aiohttp,"

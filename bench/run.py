@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.load import Load, Target, run_load
@@ -22,6 +23,7 @@ from bench.procs import (
     kill_leftovers,
     machine_facts,
     rss_mb,
+    source_digest,
     wait_for_idle_workers,
     wait_for_quiet_machine,
 )
@@ -44,6 +46,8 @@ GATEWAY_LOG_TAIL_LINES = 20
 # of one core; the per-scenario "others %" column shows what happened during the run.
 QUIET_BUSY_PCT = 15.0
 QUIET_WAIT_S = 60.0
+# The code under test, digested into the report (the working tree has no commit to name).
+SOURCE_PACKAGES = ("gateway", "routing", "workspaces", "presets", "audit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +61,7 @@ class BenchOptions:
 @dataclass
 class BenchReport:
     options: BenchOptions
-    facts: Mapping[str, str]
+    facts: dict[str, str]
     fake_alone: list[Measurement] = field(default_factory=list)
     pairs: list[Pair] = field(default_factory=list)
     rss: list[RssSample] = field(default_factory=list)
@@ -68,6 +72,8 @@ class BenchReport:
 def run_bench(options: BenchOptions) -> BenchReport:
     """Run every scenario once; progress goes to stderr, the results into the report."""
     report = BenchReport(options, machine_facts())
+    report.facts["started at"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    report.facts["source digest"] = source_digest(ROOT, SOURCE_PACKAGES)
     cpus = int(report.facts["CPUs (nproc)"])
     busy_pct = wait_for_quiet_machine(QUIET_BUSY_PCT, QUIET_WAIT_S)
     if busy_pct >= QUIET_BUSY_PCT:

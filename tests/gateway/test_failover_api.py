@@ -4,6 +4,8 @@ client errors do not, nothing is retried once a stream has started)."""
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import openai
 import orjson
@@ -107,3 +109,48 @@ def test_no_retry_once_stream_bytes_reached_the_client(fresh_live):
     assert b"[DONE]" not in events
     assert orjson.loads(events[-1])["error"]["code"] == "stream_interrupted"
     assert fresh_live.fakes["pricey"].stats()["requests"] == 0
+
+
+def test_killing_the_preferred_provider_mid_run_fails_over_with_200s(fresh_live, tmp_path):
+    # given two new providers for a new model, applied while the gateway runs
+    from gateway.fakeupstream.process import running_fake_upstream
+    from tests.live import UPSTREAM_KEY
+
+    with (
+        running_fake_upstream("fast", name="doomed", api_key=UPSTREAM_KEY) as doomed,
+        running_fake_upstream("fast", name="backup", api_key=UPSTREAM_KEY) as backup,
+    ):
+        config = tmp_path / "more.yaml"
+        config.write_text(f"""
+providers:
+  - {{slug: doomed, name: Doomed, base_url: "{doomed.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
+  - {{slug: backup, name: Backup, base_url: "{backup.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
+models:
+  - {{slug: acme/mortal, capabilities: [text], context_window: 8192}}
+endpoints:
+  - {{id: doomed-mortal, provider: doomed, model: acme/mortal, upstream_model: m, region: r,
+      price: {{input: 0.1, output: 0.1}}}}
+  - {{id: backup-mortal, provider: backup, model: acme/mortal, upstream_model: m, region: r,
+      price: {{input: 0.2, output: 0.2}}}}
+""")
+        fresh_live.manage("apply", "-f", str(config))
+        client = openai.OpenAI(
+            base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"], max_retries=0
+        )
+        deadline = time.monotonic() + 5
+        while "acme/mortal" not in {m.id for m in client.models.list()}:
+            assert time.monotonic() < deadline  # the snapshot reloads within its poll
+            time.sleep(0.1)
+        first = client.chat.completions.with_raw_response.create(
+            model="acme/mortal", messages=MESSAGES
+        )
+        assert _attempts(first) == [("doomed", "ok", 200)]
+        # when the preferred provider's process dies
+        doomed.stop()
+        # then requests keep succeeding on the other one, and say so
+        for _ in range(3):
+            raw = client.chat.completions.with_raw_response.create(
+                model="acme/mortal", messages=MESSAGES
+            )
+            assert raw.http_response.status_code == 200
+            assert _attempts(raw) == [("doomed", "error", None), ("backup", "ok", 200)]
