@@ -11,4 +11,4 @@ COPY templates ./templates
 COPY manage.py ./
 RUN pip install . && mkdir -p var
 EXPOSE 8000
-CMD ["uvicorn", "gateway.asgi:application", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--lifespan", "on"]
+CMD ["granian", "--interface", "asgi", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "1", "--no-ws", "gateway.asgi:application"]

@@ -12,7 +12,7 @@ from types import FrameType
 from bench.report import render
 from bench.run import BenchOptions, run_bench
 from bench.stack import GatewayOptions
-from gateway.processes import ROOT
+from gateway.processes import DEFAULT_SERVER, ROOT, SERVERS
 
 LATEST_REPORT = ROOT / "var" / "bench-latest.md"
 FULL_CONCURRENCIES = (1, 16, 64)
@@ -29,7 +29,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     parser.add_argument("--duration", type=float, help="measured seconds per scenario (5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="warm-up seconds (1)")
     parser.add_argument("--workers", type=int, default=2, help="gateway workers (2)")
-    parser.add_argument("--server", choices=("uvicorn", "granian"), default="uvicorn")
+    parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER)
     parser.add_argument("--transport", choices=("aiohttp", "httpx"), default="aiohttp")
     args = parser.parse_args(argv)
     duration_s = args.duration or (QUICK_DURATION_S if args.quick else FULL_DURATION_S)

@@ -50,6 +50,16 @@ class Load:
     duration_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """The one request a run repeats, encoded once."""
+
+    url: str
+    body: bytes
+    headers: Mapping[str, str]
+    stream: bool
+
+
 class BadStream(Exception):
     """A 200 stream that was not a complete SSE chat stream."""
 
@@ -93,8 +103,12 @@ def run_load(target: Target, load: Load, probe: Probe) -> Measurement:
 
 
 async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuShare]:
-    body = orjson.dumps({"model": target.model, "messages": PROMPT, "stream": load.stream})
-    headers = {"Authorization": f"Bearer {target.api_key}", "Content-Type": "application/json"}
+    call = _Call(
+        url=target.url,
+        body=orjson.dumps({"model": target.model, "messages": PROMPT, "stream": load.stream}),
+        headers={"Authorization": f"Bearer {target.api_key}", "Content-Type": "application/json"},
+        stream=load.stream,
+    )
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=load.concurrency),
         timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
@@ -105,8 +119,7 @@ async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuS
         started = time.perf_counter()
         tally = _Tally(started + load.warmup_s, started + load.warmup_s + load.duration_s)
         tasks = [
-            asyncio.create_task(_client(session, target.url, body, headers, load.stream, tally))
-            for _ in range(load.concurrency)
+            asyncio.create_task(_client(session, call, tally)) for _ in range(load.concurrency)
         ]
         try:
             cpu = await _sample(tally, probe)
@@ -120,20 +133,14 @@ async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuS
     return tally, cpu
 
 
-async def _client(
-    session: aiohttp.ClientSession,
-    url: str,
-    body: bytes,
-    headers: Mapping[str, str],
-    stream: bool,
-    tally: _Tally,
-) -> None:
+async def _client(session: aiohttp.ClientSession, call: _Call, tally: _Tally) -> None:
     """One closed-loop client: send, wait for the whole answer, repeat until the window ends.
 
     A request counts when it ends inside the window, so the warm-up's and the drain's
     requests add neither to the rate nor to the latencies; errors count whenever they occur.
     """
     perf = time.perf_counter
+    url, body, headers, stream = call.url, call.body, call.headers, call.stream
     window_start, window_end = tally.window_start, tally.window_end
     latencies, ttfbs = tally.latencies_s, tally.ttfbs_s
     while (start := perf()) < window_end:

@@ -36,7 +36,7 @@ from bench.stack import (
     prepare_database,
 )
 from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
-from gateway.processes import ROOT, running_gateway
+from gateway.processes import ROOT, GatewayProcess, running_gateway
 
 # Every stream is this many content chunks (plus the final chunk and [DONE]).
 REPLY_TOKENS = 20
@@ -82,45 +82,46 @@ def run_bench(options: BenchOptions) -> BenchReport:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-bench-")))
         fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))
         direct = Target("direct", f"{fake.base_url}/chat/completions", UPSTREAM_MODEL, "bench")
-        alone = replace(direct, name="fake alone")
-        probe = Probe(fake.process.pid, cpus)
         _progress(f"fake upstream alone on {fake.base_url}")
+        alone, probe = replace(direct, name="fake alone"), Probe(fake.process.pid, cpus)
         for stream in (False, True):
             load = Load(stream, max(options.concurrencies), options.warmup_s, options.duration_s)
             report.fake_alone.append(_measure(fake, alone, load, probe))
 
         env = bench_env(workdir / "bench.sqlite3", options.gateway.transport)
         api_key = prepare_database(env, fake.base_url, workdir)
-        GATEWAY_LOG.parent.mkdir(exist_ok=True)
-        GATEWAY_LOG.write_bytes(b"")
-        gw = options.gateway
-        trees: list[ProcessTree] = []
-        stack.callback(_kill_leftovers, trees)  # registered first, so it runs after the stop
-        gateway = stack.enter_context(
-            running_gateway(env, workers=gw.workers, server=gw.server, log_path=GATEWAY_LOG)
-        )
-        tree = wait_for_idle_workers(gateway.process.pid, gw.workers)
-        trees.append(tree)
-        _progress(f"gateway ({gw.server}, {len(tree.workers)} workers) on {gateway.base_url}")
-        report.rss.append(_rss("idle, before load", tree))
+        gateway, tree = _start_gateway(stack, env, options.gateway)
         via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, api_key)
-        gateway_probe = Probe(fake.process.pid, cpus, tree, gateway.port)
+        probe = Probe(fake.process.pid, cpus, tree, gateway.port)
+        report.rss.append(_rss("idle, before load", tree))
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
-                report.pairs.append(
-                    Pair(
-                        _measure(fake, direct, load, gateway_probe),
-                        _measure(fake, via, load, gateway_probe),
-                    )
-                )
+                pair = Pair(_measure(fake, direct, load, probe), _measure(fake, via, load, probe))
+                report.pairs.append(pair)
                 # After every scenario, so that growth can be told from a plateau.
-                mode = "stream" if stream else "non-stream"
-                report.rss.append(_rss(f"after {mode} c{concurrency}", tree))
+                report.rss.append(_rss(f"after {pair.gateway.mode} c{concurrency}", tree))
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
     if any(pair.gateway.error_count for pair in report.pairs):
         report.gateway_log_tail = _tail(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
     return report
+
+
+def _start_gateway(
+    stack: ExitStack, env: dict[str, str], options: GatewayOptions
+) -> tuple[GatewayProcess, ProcessTree]:
+    """Start the gateway inside `stack`; return it once all its workers are idle."""
+    GATEWAY_LOG.parent.mkdir(exist_ok=True)
+    GATEWAY_LOG.write_bytes(b"")
+    trees: list[ProcessTree] = []
+    stack.callback(_kill_leftovers, trees)  # registered first, so it runs after the stop
+    gateway = stack.enter_context(
+        running_gateway(env, workers=options.workers, server=options.server, log_path=GATEWAY_LOG)
+    )
+    tree = wait_for_idle_workers(gateway.process.pid, options.workers)
+    trees.append(tree)
+    _progress(f"gateway ({options.server}, {len(tree.workers)} workers) on {gateway.base_url}")
+    return gateway, tree
 
 
 def _measure(fake: FakeUpstreamProcess, target: Target, load: Load, probe: Probe) -> Measurement:

@@ -68,14 +68,24 @@ class GatewayProcess:
         return f"{self.url}/v1"
 
 
-def gateway_command(port: int, workers: int = 1, server: str = "uvicorn") -> list[str]:
+SERVERS = ("granian", "uvicorn")
+DEFAULT_SERVER = "granian"  # docs/decisions/0004-asgi-server.md
+
+
+def gateway_command(
+    port: int, workers: int = 1, server: str = DEFAULT_SERVER, host: str = "127.0.0.1"
+) -> list[str]:
+    """The command line that serves the gateway; both servers run it with uvloop, HTTP/1.1,
+    the ASGI lifespan on (traces are flushed at shutdown) and no access log (SPEC D-12)."""
     if server == "granian":
-        return [sys.executable, "-m", "granian", "--interface", "asgi", "--host", "127.0.0.1",
+        return [sys.executable, "-m", "granian", "--interface", "asgi", "--host", host,
                 "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-                "--no-ws", "gateway.asgi:application"]  # fmt: skip
-    return [sys.executable, "-m", "uvicorn", "gateway.asgi:application", "--host", "127.0.0.1",
-            "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-            "--http", "httptools", "--no-access-log", "--lifespan", "on"]  # fmt: skip
+                "--http", "1", "--no-ws", "gateway.asgi:application"]  # fmt: skip
+    if server == "uvicorn":
+        return [sys.executable, "-m", "uvicorn", "gateway.asgi:application", "--host", host,
+                "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
+                "--http", "httptools", "--no-access-log", "--lifespan", "on"]  # fmt: skip
+    raise ValueError(f"server must be one of {SERVERS}, not {server!r}")
 
 
 @contextlib.contextmanager
@@ -84,7 +94,7 @@ def running_gateway(
     *,
     port: int | None = None,
     workers: int = 1,
-    server: str = "uvicorn",
+    server: str = DEFAULT_SERVER,
     log_path: Path | None = None,
 ) -> Iterator[GatewayProcess]:
     """Start the gateway, wait for /healthz, stop it (SIGTERM, then SIGKILL) on exit."""

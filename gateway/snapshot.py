@@ -232,6 +232,7 @@ class SnapshotHolder:
                 if self._snapshot is None:
                     self._snapshot = await sync_to_async(load_snapshot)()
                     self._checked_at = time.monotonic()
+                    log.info("configuration snapshot loaded at version %s", self._snapshot.version)
             return self._snapshot
         if time.monotonic() - self._checked_at > self.poll_s and self._refresh is None:
             self._checked_at = time.monotonic()

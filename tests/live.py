@@ -7,13 +7,22 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+import openai
+
 from gateway.fakeupstream.process import FakeUpstreamProcess, start_fake_upstream
-from gateway.processes import GatewayProcess, base_env, manage, running_gateway
+from gateway.processes import (
+    DEFAULT_SERVER,
+    GatewayProcess,
+    base_env,
+    manage,
+    running_gateway,
+)
 
 UPSTREAM_KEY = "upstream-secret-key"
 
@@ -94,8 +103,15 @@ class Live:
     def base_url(self) -> str:
         return self.gateway.base_url
 
-    def manage(self, *args: str) -> str:
-        return manage(*args, env=self.env)
+    def manage(self, *args: str, env_extra: dict[str, str] | None = None) -> str:
+        return manage(*args, env={**self.env, **(env_extra or {})})
+
+    def wait_for_model(self, client: openai.OpenAI, model: str, timeout_s: float = 5) -> None:
+        """Configuration applied while the gateway runs shows up within one snapshot poll."""
+        deadline = time.monotonic() + timeout_s
+        while model not in {m.id for m in client.models.list()}:
+            assert time.monotonic() < deadline, f"{model} never appeared"
+            time.sleep(0.05)
 
 
 @contextlib.contextmanager
@@ -127,7 +143,8 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 for slug in ("acme", "euonly", "other")
             }
             log_path = log_dir / "gateway.log"
-            with running_gateway(env, log_path=log_path) as gateway:
+            server = os.environ.get("SWITCHYARD_TEST_SERVER", DEFAULT_SERVER)
+            with running_gateway(env, log_path=log_path, server=server) as gateway:
                 yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys, log_path=log_path)
     finally:
         for fake in fakes.values():

@@ -4,8 +4,6 @@ client errors do not, nothing is retried once a stream has started)."""
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import openai
 import orjson
@@ -137,10 +135,7 @@ endpoints:
         client = openai.OpenAI(
             base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"], max_retries=0
         )
-        deadline = time.monotonic() + 5
-        while "acme/mortal" not in {m.id for m in client.models.list()}:
-            assert time.monotonic() < deadline  # the snapshot reloads within its poll
-            time.sleep(0.1)
+        fresh_live.wait_for_model(client, "acme/mortal")
         first = client.chat.completions.with_raw_response.create(
             model="acme/mortal", messages=MESSAGES
         )

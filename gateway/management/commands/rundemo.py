@@ -15,7 +15,14 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from gateway.processes import ROOT, gateway_command, wait_until_up, with_metrics_dir
+from gateway.processes import (
+    DEFAULT_SERVER,
+    ROOT,
+    SERVERS,
+    gateway_command,
+    wait_until_up,
+    with_metrics_dir,
+)
 
 # (port, fakeupstream flags): what gateway/demo/switchyard-demo.yaml expects.
 DEMO_UPSTREAMS = (
@@ -36,6 +43,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--workers", type=int, default=1)
+        parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER)
         parser.add_argument("--key-file", help="file with the demo key to print in the hints")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -54,7 +62,7 @@ class Command(BaseCommand):
             port = options["port"]
             metrics_dir = tempfile.mkdtemp(prefix="switchyard-metrics-")
             gateway = subprocess.Popen(
-                gateway_command(port, options["workers"]),
+                gateway_command(port, options["workers"], options["server"]),
                 cwd=ROOT,
                 env=with_metrics_dir(env, options["workers"], metrics_dir),
             )
