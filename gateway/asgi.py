@@ -29,7 +29,7 @@ from django.urls import set_script_prefix  # noqa: E402
 
 django.setup(set_prefix=False)
 
-API_PREFIXES = ("/v1/", "/healthz", "/metrics")
+API_PREFIXES = ("/v1/", "/healthz", "/health", "/metrics")
 API_MIDDLEWARE = ["gateway.middleware.request_id_middleware"]
 
 

@@ -18,6 +18,8 @@ class GatewaySettings:
     snapshot_poll_s: float
     trace_flush_s: float
     upstream_pool_size: int
+    health_window_s: float
+    unhealthy_errors: int
 
 
 def parse_encryption_keys(value: str) -> dict[str, bytes]:

@@ -10,9 +10,12 @@ from audit.record import TraceWriter
 from gateway.config import GatewaySettings
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
+from routing.live import LiveMetrics
 
 _holder: SnapshotHolder | None = None
 _writer: TraceWriter | None = None
+_live: LiveMetrics | None = None
+_round_robin: dict[str, int] = {}
 
 
 def gateway_settings() -> GatewaySettings:
@@ -33,12 +36,32 @@ def traces() -> TraceWriter:
     return _writer
 
 
+def live() -> LiveMetrics:
+    """This worker's live metrics (per process until rollups move to Redis, R-OBS-2)."""
+    global _live
+    if _live is None:
+        _live = LiveMetrics(
+            health_window_s=settings.GATEWAY.health_window_s,
+            unhealthy_errors=settings.GATEWAY.unhealthy_errors,
+        )
+    return _live
+
+
+def next_round_robin(alias: str) -> int:
+    """The turn of a round-robin virtual model in this worker: 0, 1, 2, …"""
+    turn = _round_robin.get(alias, 0)
+    _round_robin[alias] = turn + 1
+    return turn
+
+
 def client() -> httpx.AsyncClient:
     return get_client(settings.GATEWAY.upstream_pool_size)
 
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer
+    global _holder, _writer, _live
     _holder = None
     _writer = None
+    _live = None
+    _round_robin.clear()

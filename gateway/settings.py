@@ -129,6 +129,8 @@ GATEWAY = GatewaySettings(
     snapshot_poll_s=env.float("SWITCHYARD_SNAPSHOT_POLL_S", default=1.0),
     trace_flush_s=env.float("SWITCHYARD_TRACE_FLUSH_S", default=0.2),
     upstream_pool_size=env.int("SWITCHYARD_UPSTREAM_POOL_SIZE", default=256),
+    health_window_s=env.float("SWITCHYARD_HEALTH_WINDOW_S", default=30.0),
+    unhealthy_errors=env.int("SWITCHYARD_UNHEALTHY_ERRORS", default=3),
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY.max_body_bytes
 

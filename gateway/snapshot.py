@@ -21,6 +21,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from gateway.models import ConfigVersion
 from routing.models import Endpoint, Model, Provider, VirtualModel
+from routing.resolve import CatalogNames
 from routing.types import EndpointInfo, PolicyView
 from workspaces.models import ApiKey, Policy, ProviderCredential, Workspace
 from workspaces.secrets import Sealed
@@ -74,6 +75,13 @@ class ModelEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class VirtualEntry:
+    slug: str
+    strategy: str  # round_robin | cost | weighted_random | adaptive
+    targets: tuple[tuple[str, float], ...]  # (model or virtual model slug, weight)
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     version: int
     keys: dict[str, KeyEntry]
@@ -84,6 +92,13 @@ class Snapshot:
     endpoints: dict[str, tuple[EndpointInfo, ...]]  # by model slug
     base_urls: dict[str, str]  # endpoint id -> base URL
     endpoint_timeouts: dict[str, dict[str, int]] = field(default_factory=dict)
+    virtual: dict[str, VirtualEntry] = field(default_factory=dict)
+    catalog: CatalogNames = field(default_factory=lambda: CatalogNames({}, frozenset()))
+
+    @property
+    def all_endpoints(self) -> tuple[EndpointInfo, ...]:
+        """Every endpoint of every model: the candidates of the auto router."""
+        return tuple(e for endpoints in self.endpoints.values() for e in endpoints)
 
 
 def _policy_view(policy: Policy | None) -> PolicyView:
@@ -94,7 +109,7 @@ def _policy_view(policy: Policy | None) -> PolicyView:
         return None if value is None else float(value)  # type: ignore[arg-type]
 
     return PolicyView(
-        allowed_residency=frozenset(policy.allowed_residency),
+        allowed_residency=_nested_classes(policy.allowed_residency),
         allowed_regions=frozenset(policy.allowed_regions),
         provider_allow=frozenset(policy.provider_allow),
         provider_deny=frozenset(policy.provider_deny),
@@ -106,6 +121,17 @@ def _policy_view(policy: Policy | None) -> PolicyView:
         routing_mode=policy.routing_mode,
         max_attempts=policy.max_attempts,
     )
+
+
+def _nested_classes(allowed: list[str]) -> frozenset[str]:
+    """Residency classes nest (eu-owned ⊂ eu-hosted ⊂ any): a policy allowing `eu-hosted`
+    admits EU-owned endpoints too, and one allowing `any` restricts nothing."""
+    classes = set(allowed)
+    if "any" in classes:
+        return frozenset()
+    if "eu-hosted" in classes:
+        classes.add("eu-owned")
+    return frozenset(classes)
 
 
 def _name_index(model_rows: list[Model]) -> dict[str, str]:
@@ -172,6 +198,14 @@ def load_snapshot() -> Snapshot:
             for p in Provider.objects.all()
         }
         model_rows = list(Model.objects.all())
+        virtual = {
+            v.slug: VirtualEntry(
+                slug=v.slug,
+                strategy=v.strategy,
+                targets=tuple((t["model"], float(t.get("weight", 1))) for t in v.targets),
+            )
+            for v in VirtualModel.objects.all()
+        }
         endpoint_rows = list(Endpoint.objects.select_related("provider", "model").order_by("id"))
     by_model: dict[str, list[EndpointInfo]] = {}
     base_urls: dict[str, str] = {}
@@ -191,6 +225,10 @@ def load_snapshot() -> Snapshot:
                 price_output=float(row.price_output),
                 capabilities=frozenset(row.model.capabilities),
                 context_window=row.model.context_window,
+                parameters_b=row.model.parameters_b,
+                strong_languages=frozenset(row.model.strong_languages),
+                task_tags=frozenset(row.model.task_tags),
+                documentation_completeness=row.model.documentation_completeness,
             )
         )
         base_urls[row.id] = (row.base_url or row.provider.base_url).rstrip("/")
@@ -207,6 +245,12 @@ def load_snapshot() -> Snapshot:
         endpoints={slug: tuple(rows) for slug, rows in by_model.items()},
         base_urls=base_urls,
         endpoint_timeouts=timeouts,
+        virtual=virtual,
+        catalog=CatalogNames(
+            names=_name_index(model_rows),
+            providers=frozenset(providers),
+            virtual=frozenset(virtual),
+        ),
     )
 
 

@@ -14,6 +14,8 @@ urlpatterns = [
     path("v1/embeddings", views.embeddings),
     path("v1/models", views.models),
     path("v1/traces/<str:trace_id>", views.trace_detail),
+    path("v1/routing/explain", views.explain),
+    path("health", views.health),
     path("healthz", healthz),
     path("", include("django_prometheus.urls")),
     path("admin/", admin.site.urls),

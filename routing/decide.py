@@ -1,146 +1,184 @@
-"""The routing decision: filter a model's endpoints in the contract's order, then order
-the survivors. Pure — values in, a `Decision` out — so it is deterministic and testable
-without a database, a network or a clock.
+"""The routing decision (SPEC §3): narrow the policy, filter, score, order, explain.
 
-This is the foundation's ordering (cheapest first); the routing-engine issue replaces the
-ordering with the scoring modes while keeping the filter and its reason strings.
+`decide` is a pure function of its arguments — the candidate endpoints, the resolved request,
+the workspace policy, the live metrics, a seeded `random.Random` and the time — so the same
+inputs give the same `Decision`, and a trace can be replayed. It reads no database, clock,
+global randomness or network. The parts live beside it: routing/policy.py (narrowing),
+routing/filters.py (the ordered hard filter), routing/scoring.py (modes for a pinned model),
+routing/fit.py (auto scoring).
+
+Order of the attempt list: the mode's (or auto's) order; then the providers listed in
+`provider.order` first, in that order; then endpoints failing a soft filter
+(`preferred_min_throughput`, `preferred_max_latency`) and finally unhealthy ones move to the
+end, each group keeping its relative order. Nothing is dropped after the filter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
 
-from routing.types import Decision, EndpointInfo, PolicyView, Reason, RouteRequest
+from routing.filters import REQUEST_INDEPENDENT, active_checks, first_failing, first_rejection
+from routing.fit import OBJECTIVES, score_auto
+from routing.policy import effective_policy, residency_label
+from routing.scoring import order_by_mode, stats_of
+from routing.types import (
+    Decision,
+    EndpointInfo,
+    EndpointStats,
+    LiveState,
+    PolicyView,
+    ProviderPrefs,
+    Reason,
+    RoutingRequest,
+    Scored,
+)
 
-ALGORITHM = "foundation-cheapest-v1"
-TEXT_CAPABILITIES = frozenset({"text", "vision", "tools"})
+__all__ = ["ALGORITHM", "REQUEST_INDEPENDENT", "decide", "first_rejection"]
 
-Check = Callable[[EndpointInfo, RouteRequest, PolicyView], Reason | None]
-
-
-def _catalog_only(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    return Reason.CATALOG_ONLY if e.status == "catalog_only" else None
-
-
-def _status(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    return None if e.status in ("active", "degraded") else Reason.STATUS_NOT_SERVING
-
-
-def _sovereignty(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    if p.allowed_residency and e.sovereignty_class not in p.allowed_residency:
-        return Reason.SOVEREIGNTY_NOT_ALLOWED
-    return None
-
-
-def _region(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    if p.allowed_regions and e.region not in p.allowed_regions:
-        return Reason.REGION_NOT_ALLOWED
-    return None
-
-
-def _capability(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    if r.operation == "embeddings":
-        return None if "embedding" in e.capabilities else Reason.CANNOT_EMBED
-    return None if e.capabilities & TEXT_CAPABILITIES else Reason.CANNOT_GENERATE_TEXT
-
-
-def _provider_deny(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    return Reason.PROVIDER_DENIED if e.provider in p.provider_deny else None
-
-
-def _provider_allow(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    if p.provider_allow and e.provider not in p.provider_allow:
-        return Reason.PROVIDER_NOT_ALLOWED
-    return None
-
-
-def _model_deny(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    return Reason.MODEL_DENIED if e.model in p.model_deny else None
-
-
-def _model_allow(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    if p.model_allow and e.model not in p.model_allow:
-        return Reason.MODEL_NOT_ALLOWED
-    return None
-
-
-def _partner(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    return Reason.PARTNER_DISABLED if e.partner and not p.partners else None
-
-
-def _vision(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    return Reason.NO_VISION if r.has_image and "vision" not in e.capabilities else None
-
-
-def _context(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    if e.context_window < r.input_tokens + r.output_tokens:
-        return Reason.CONTEXT_TOO_SMALL
-    return None
-
-
-def _price(e: EndpointInfo, r: RouteRequest, p: PolicyView) -> Reason | None:
-    over_prompt = p.max_price_prompt is not None and e.price_input > p.max_price_prompt
-    over_completion = p.max_price_completion is not None and e.price_output > p.max_price_completion
-    return Reason.PRICE_ABOVE_CAP if over_prompt or over_completion else None
-
-
-# SPEC R-DEC-2: the order is part of the contract; the first failing check is recorded.
-FILTERS: tuple[Check, ...] = (
-    _catalog_only, _status, _sovereignty, _region, _capability, _provider_deny,
-    _provider_allow, _model_deny, _model_allow, _partner, _vision, _context, _price,
-)  # fmt: skip
-
-# Checks that do not depend on the request: what `/v1/models` lists (SPEC D-7).
-STATIC_FILTERS: tuple[Check, ...] = (
-    _catalog_only, _status, _sovereignty, _region, _provider_deny, _provider_allow,
-    _model_deny, _model_allow, _partner,
-)  # fmt: skip
-
-
-def first_rejection(
-    endpoint: EndpointInfo,
-    request: RouteRequest,
-    policy: PolicyView,
-    checks: Sequence[Check] = FILTERS,
-) -> Reason | None:
-    for check in checks:
-        reason = check(endpoint, request, policy)
-        if reason is not None:
-            return reason
-    return None
+ALGORITHM = "switchyard-route-v1"
+UNHEALTHY = "unhealthy"
+CLASS_WORDS = {"eu-owned": "EU-owned", "eu-hosted": "EU-hosted", "any": "not EU-restricted"}
+_VOWELS = ("a", "e", "i", "o", "u")
+_OBJECTIVE_NOTES = {
+    "cost": "Workspace objective cost doubles the price weight.",
+    "latency": "Workspace objective latency doubles the latency weight.",
+    "quality": "Workspace objective quality doubles the task and language weights.",
+}
 
 
 def decide(
-    endpoints: Sequence[EndpointInfo], request: RouteRequest, policy: PolicyView
+    endpoints: Sequence[EndpointInfo],
+    request: RoutingRequest,
+    policy: PolicyView,
+    live: LiveState,
+    rng: random.Random,
+    now: float,
+    *,
+    objective: str = "balanced",
 ) -> Decision:
+    """Decide which endpoints to try, in order, and why.
+
+    `endpoints`: one model's endpoints, or every catalog model's for `request.auto`; ids are
+    unique. `policy`: the workspace's own; the request narrows it here. `rng`: the only
+    source of randomness (the balanced draw). `now`: seconds since the epoch; no current
+    check depends on it (health arrives precomputed in `live.unhealthy`). `objective`: the
+    workspace's auto objective (D-2), one of OBJECTIVES. Nothing surviving is an empty
+    `ordered` with every rejection (the gateway answers 409, R-DEC-3).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+    effective, notes = effective_policy(policy, request)
+    survivors, rejected = _filter(endpoints, request, effective)
+    if request.auto:
+        ranked = score_auto(survivors, request, live, objective)
+        notes += (_OBJECTIVE_NOTES[objective],) if objective in _OBJECTIVE_NOTES else ()
+    else:
+        ranked = order_by_mode(survivors, request, live, rng)
+    by_id = {e.id: e for e in survivors}
+    ranked = _demote(_provider_order(ranked, by_id, request.provider.order), request, live)
+    ordered = tuple(by_id[s.endpoint_id] for s in ranked)
+    return Decision(
+        ordered=ordered,
+        rejected=rejected,
+        algorithm=ALGORITHM,
+        reason=_sentence(request, effective, ordered, rejected),
+        mode=request.mode,
+        mode_source=request.mode_source,
+        scored=tuple(ranked),
+        notes=notes,
+    )
+
+
+def _filter(
+    endpoints: Sequence[EndpointInfo], request: RoutingRequest, effective: PolicyView
+) -> tuple[list[EndpointInfo], tuple[tuple[str, Reason], ...]]:
+    checks = active_checks(request, effective)
     survivors: list[EndpointInfo] = []
     rejected: list[tuple[str, Reason]] = []
     for endpoint in endpoints:
-        reason = first_rejection(endpoint, request, policy)
+        reason = first_failing(endpoint, request, effective, checks)
         if reason is None:
             survivors.append(endpoint)
         else:
             rejected.append((endpoint.id, reason))
-    survivors.sort(key=lambda e: (e.price_input + e.price_output, e.id))
-    return Decision(
-        ordered=tuple(survivors),
-        rejected=tuple(rejected),
-        algorithm=ALGORITHM,
-        reason=_sentence(request, survivors, rejected),
-    )
+    return survivors, tuple(rejected)
+
+
+def _provider_order(
+    ranked: list[Scored], by_id: dict[str, EndpointInfo], order: Sequence[str]
+) -> list[Scored]:
+    """Providers listed in `provider.order` first, in the listed order (stable)."""
+    if not order:
+        return ranked
+    position = {provider: index for index, provider in enumerate(dict.fromkeys(order))}
+    last = len(order)
+    return sorted(ranked, key=lambda s: position.get(by_id[s.endpoint_id].provider, last))
+
+
+def _demote(ranked: list[Scored], request: RoutingRequest, live: LiveState) -> list[Scored]:
+    """Soft-filter failures, then unhealthy endpoints, to the end; each keeps its order."""
+    kept: list[Scored] = []
+    soft: list[Scored] = []
+    unhealthy: list[Scored] = []
+    for scored in ranked:
+        if scored.endpoint_id in live.unhealthy:
+            unhealthy.append(replace(scored, demoted=UNHEALTHY))
+            continue
+        why = soft_demotion(stats_of(live, scored.endpoint_id), request.provider)
+        if why is None:
+            kept.append(scored)
+        else:
+            soft.append(replace(scored, demoted=why))
+    return kept + soft + unhealthy
+
+
+def soft_demotion(stats: EndpointStats, prefs: ProviderPrefs) -> str | None:
+    """Why an endpoint misses the request's soft preferences, or None. Missing stats pass."""
+    minimum = prefs.preferred_min_throughput
+    tps = stats.throughput_tps
+    if minimum is not None and tps is not None and tps < minimum:
+        return "below_min_throughput"
+    target = prefs.preferred_max_latency
+    if target is None:
+        return None
+    for name, limit, actual in (
+        ("p50", target.p50, stats.latency_p50_ms),
+        ("p90", target.p90, stats.latency_p90_ms),
+        ("p99", target.p99, stats.latency_p99_ms),
+    ):
+        if limit is not None and actual is not None and actual > limit:
+            return f"above_max_latency_{name}"
+    return None
 
 
 def _sentence(
-    request: RouteRequest, survivors: list[EndpointInfo], rejected: list[tuple[str, Reason]]
+    request: RoutingRequest,
+    effective: PolicyView,
+    ordered: tuple[EndpointInfo, ...],
+    rejected: tuple[tuple[str, Reason], ...],
 ) -> str:
-    if not survivors:
+    """One sentence for people (R-API-5); with nothing left, one about the residency."""
+    excluded = len(rejected)
+    counted = f"{excluded} endpoint{'' if excluded == 1 else 's'} excluded"
+    partners = f"partner endpoints {'allowed' if effective.partners else 'not allowed'}"
+    task = f"{'an' if request.task[:1] in _VOWELS else 'a'} {request.task} task"
+    if not ordered:
+        target = "any model" if request.auto else (request.model or request.requested_model)
+        residency = request.residency or residency_label(effective, request)
+        if rejected:
+            reasons = Counter(reason for _id, reason in rejected)
+            counted += f" (most often {reasons.most_common(1)[0][0]})"
         return (
-            f"No endpoint of {request.model} satisfies the workspace policy "
-            f"({len(rejected)} excluded)."
+            f"No endpoint of {target} is allowed for {task} with residency {residency} "
+            f"under this workspace's policy; {counted}, {partners}."
         )
-    first = survivors[0]
+    first = ordered[0]
+    words = CLASS_WORDS.get(first.sovereignty_class, first.sovereignty_class)
     return (
-        f"Routed {request.model} to {first.provider} in {first.region} "
-        f"({first.sovereignty_class}), the cheapest of {len(survivors)} eligible endpoints; "
-        f"{len(rejected)} excluded by policy."
+        f"{'Auto-routed' if request.auto else 'Routed'} {task} with residency "
+        f"{residency_label(effective, request)} to {first.model} in {first.region} "
+        f"({words}) at {first.provider}; {counted}, {partners}."
     )

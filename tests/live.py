@@ -62,7 +62,9 @@ endpoints:
   - {{id: paced-ep, provider: paced, model: acme/paced, upstream_model: paced, region: us-east-1,
       price: {{input: 0.1, output: 0.1}}, sovereignty_class: any}}
 workspaces:
-  - {{slug: acme, name: ACME, policy: {{max_attempts: 3}}}}
+  # `price` orders deterministically (cheapest first), which the failover tests rely on;
+  # `balanced` (weighted random) is exercised by workspace `other` and the engine's tests.
+  - {{slug: acme, name: ACME, policy: {{max_attempts: 3, routing_mode: price}}}}
   - {{slug: euonly, name: EU only, policy: {{allowed_residency: [eu-owned], max_attempts: 3}}}}
   - {{slug: other, name: Other, policy: {{max_attempts: 3}}}}
 """
@@ -132,6 +134,10 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 SWITCHYARD_TRACE_FLUSH_S="0.05",
                 SWITCHYARD_MAX_BODY_BYTES="200000",
                 SWITCHYARD_TTFB_TIMEOUT_S="2",
+                # Tests share one gateway and inject faults on purpose: health demotion
+                # (unit-tested in tests/routing) would make their attempt order depend on
+                # the tests that ran before.
+                SWITCHYARD_UNHEALTHY_ERRORS="1000000",
                 LOG_LEVEL="INFO",
             )
             manage("migrate", "--noinput", env=env)

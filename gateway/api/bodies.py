@@ -74,32 +74,3 @@ def validate_embeddings(body: dict[str, Any]) -> None:
     if isinstance(value, list) and value:
         return
     raise invalid("`input` is required: a string or a non-empty array", param="input")
-
-
-def message_text_chars(messages: list[dict[str, Any]]) -> int:
-    total = 0
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            total += len(content)
-        elif isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    total += len(part["text"])
-    return total
-
-
-def has_image(messages: list[dict[str, Any]]) -> bool:
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list) and any(
-            isinstance(part, dict) and part.get("type") in ("image_url", "input_image")
-            for part in content
-        ):
-            return True
-    return False
-
-
-def requested_output_tokens(body: dict[str, Any]) -> int:
-    value = body.get("max_completion_tokens") or body.get("max_tokens") or 0
-    return value if isinstance(value, int) else 0

@@ -19,7 +19,7 @@ from gateway.config import GatewaySettings
 from gateway.execute import Target
 from gateway.ids import new_uuid
 from gateway.snapshot import KeyEntry, Snapshot, WorkspaceEntry
-from routing.types import Decision, EndpointInfo
+from routing.types import Decision, EndpointInfo, RoutingRequest
 from workspaces.keys import secret_matches, split_key
 from workspaces.secrets import DecryptionError, owner_aad, unseal
 
@@ -67,7 +67,9 @@ class CallContext:
     created: int = field(default_factory=lambda: int(time.time()))
     requested_model: str = ""
     stream: bool = False
-    decision: Decision | None = None
+    decision: Decision | None = None  # the decision of the model that is being tried
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # each model's, as recorded
+    routing: RoutingRequest | None = None
     attempts: list[Attempt] = field(default_factory=list)
 
     @property

@@ -3,6 +3,7 @@ decide, execute, record. Views call `serve`; each step lives in its own module."
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -10,18 +11,15 @@ import orjson
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
 from gateway import runtime
-from gateway.api import bodies, report
+from gateway.api import bodies, plan, report
 from gateway.api.context import CallContext, authenticate, deadline_s, make_targets
 from gateway.api.errors import ApiError, render_error
 from gateway.attempts import AttemptFailed
 from gateway.execute import Opened, Outcome, execute, relay
 from gateway.streaming import DONE_FRAME, frame_json
-from routing.decide import decide
-from routing.names import resolve_model_name
-from routing.types import Decision, RouteRequest
+from routing.types import Decision, RoutingRequest
 
-Handler = Callable[[CallContext, dict[str, Any]], Awaitable[HttpResponseBase]]
-CHARS_PER_TOKEN = 4  # rough estimate used for the context-window filter, no tokenizer
+Handler = Callable[[CallContext, HttpRequest, dict[str, Any]], Awaitable[HttpResponseBase]]
 
 
 async def serve(request: HttpRequest, operation: str, handler: Handler) -> HttpResponseBase:
@@ -43,23 +41,10 @@ async def serve(request: HttpRequest, operation: str, handler: Handler) -> HttpR
     except ApiError as error:
         return report.add_headers(render_error(error), ctx)
     try:
-        return report.add_headers(await handler(ctx, body), ctx)
+        return report.add_headers(await handler(ctx, request, body), ctx)
     except ApiError as error:
         report.finish(ctx, status=error.status, error_code=error.code)
         return report.add_headers(render_error(error), ctx)
-
-
-def resolve_model(ctx: CallContext, body: dict[str, Any]) -> str:
-    ctx.requested_model = bodies.require_model(body)
-    slug = resolve_model_name(ctx.snapshot.names, ctx.requested_model)
-    if slug is None:
-        raise ApiError(
-            404,
-            f"The model `{ctx.requested_model}` does not exist.",
-            code="model_not_found",
-            param="model",
-        )
-    return slug
 
 
 def no_endpoint(decision: Decision) -> ApiError:
@@ -108,50 +93,54 @@ def upstream_failure(outcome: Outcome) -> ApiError:
 
 
 async def route_and_execute(
-    ctx: CallContext, body: dict[str, Any], route: RouteRequest, *, stream: bool
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any], routing: RoutingRequest
 ) -> Outcome:
+    """Decide and call each model of the chain in turn (SPEC R-MOD-6): the next model only
+    after this one's endpoints are exhausted with retryable failures or none passed the
+    filter; a final failure (a client error) ends the request."""
     gateway = runtime.gateway_settings()
     policy = ctx.workspace.policy
-    ctx.decision = decide(ctx.snapshot.endpoints.get(route.model, ()), route, policy)
-    if not ctx.decision.ordered:
-        raise no_endpoint(ctx.decision)
-    attempt_list = ctx.decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
-    outcome = await execute(
-        runtime.client(),
-        make_targets(ctx, attempt_list, gateway),
-        body,
-        operation=route.operation if route.operation == "embeddings" else "chat",
-        stream=stream,
-        ids=ctx.completion_ids,
-        deadline_s=deadline_s(ctx, gateway),
-    )
-    ctx.attempts = outcome.attempts
-    if outcome.failure is not None:
-        raise upstream_failure(outcome)
-    return outcome
-
-
-def chat_route(ctx: CallContext, body: dict[str, Any]) -> RouteRequest:
-    bodies.validate_chat(body)
-    slug = resolve_model(ctx, body)
-    messages = body["messages"]
-    return RouteRequest(
-        model=slug,
-        operation="chat",
-        has_image=bodies.has_image(messages),
-        input_tokens=bodies.message_text_chars(messages) // CHARS_PER_TOKEN,
-        output_tokens=bodies.requested_output_tokens(body),
-    )
+    seed = plan.route_seed(ctx, request)
+    rng = random.Random(seed)
+    ctx.routing = routing
+    last_error: ApiError | None = None
+    for model in plan.model_chain(ctx.snapshot, routing, rng):
+        decision = plan.decide_model(ctx, routing, model, rng)
+        ctx.decision = decision
+        ctx.decisions.append(plan.decision_json(decision, model, seed))
+        if not decision.ordered:
+            last_error = no_endpoint(decision)
+            continue
+        attempt_list = decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
+        outcome = await execute(
+            runtime.client(),
+            make_targets(ctx, attempt_list, gateway),
+            body,
+            operation=routing.operation,
+            stream=ctx.stream,
+            ids=ctx.completion_ids,
+            deadline_s=deadline_s(ctx, gateway),
+        )
+        ctx.attempts.extend(outcome.attempts)
+        if outcome.failure is None:
+            return outcome
+        last_error = upstream_failure(outcome)
+        if not outcome.failure.retryable:
+            break
+    raise last_error or ApiError(404, "No model to route to.", code="model_not_found")
 
 
 def json_response(payload: dict[str, Any]) -> HttpResponse:
     return HttpResponse(orjson.dumps(payload), content_type="application/json")
 
 
-async def chat_completions(ctx: CallContext, body: dict[str, Any]) -> HttpResponseBase:
-    route = chat_route(ctx, body)
+async def chat_completions(
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any]
+) -> HttpResponseBase:
+    bodies.validate_chat(body)
+    routing = plan.resolve_request(ctx, request, body, "chat")
     ctx.stream = bodies.require_bool(body, "stream")
-    outcome = await route_and_execute(ctx, body, route, stream=ctx.stream)
+    outcome = await route_and_execute(ctx, request, body, routing)
     if outcome.opened is not None:
         return stream_response(ctx, outcome.opened)
     response = outcome.response or {}
@@ -205,12 +194,34 @@ def chat_stream_frames(ctx: CallContext, opened: Opened) -> AsyncIterator[bytes]
     return relay(opened, tail=tail, on_end=on_end)
 
 
-async def embeddings(ctx: CallContext, body: dict[str, Any]) -> HttpResponseBase:
+async def embeddings(
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any]
+) -> HttpResponseBase:
     bodies.validate_embeddings(body)
-    slug = resolve_model(ctx, body)
-    route = RouteRequest(model=slug, operation="embeddings")
-    outcome = await route_and_execute(ctx, body, route, stream=False)
+    routing = plan.resolve_request(ctx, request, body, "embeddings")
+    outcome = await route_and_execute(ctx, request, body, routing)
     response = outcome.response or {}
     usage = response.get("usage")
     report.finish(ctx, status=200, target=outcome.target, usage=usage)
     return json_response(response)
+
+
+async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) -> HttpResponseBase:
+    """`POST /v1/routing/explain` (SPEC R-BEY-2): the decision for this body, no upstream
+    call, nothing stored. The same seed gives the same decision as the real request."""
+    bodies.validate_chat(body)
+    routing = plan.resolve_request(ctx, request, body, "chat")
+    seed = plan.route_seed(ctx, request)
+    rng = random.Random(seed)
+    decisions = []
+    for model in plan.model_chain(ctx.snapshot, routing, rng):
+        decision = plan.decide_model(ctx, routing, model, rng)
+        decisions.append(plan.decision_json(decision, model, seed))
+    attempt_order = [eid for d in decisions for eid in d["ordered"]]
+    return json_response({
+        "object": "switchyard.routing_explanation",
+        "request": plan.request_json(routing),
+        "decisions": decisions,
+        "attempt_order": attempt_order,
+        "reason": decisions[0]["reason"] if decisions else "",
+    })  # fmt: skip

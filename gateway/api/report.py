@@ -4,6 +4,7 @@ All three are built from the same `CallContext`, so they cannot disagree."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
@@ -11,8 +12,9 @@ from django.http import HttpResponseBase
 
 from gateway import metrics, runtime
 from gateway.api.context import CallContext
+from gateway.api.plan import request_json
 from gateway.execute import Target
-from routing.types import Decision
+from routing.live import Observation
 
 CLASS_IN_WORDS = {
     "eu-owned": "an EU-owned, EU-hosted endpoint",
@@ -31,15 +33,12 @@ def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
     return round(prompt * ep.price_input + completion * ep.price_output)
 
 
-def decision_record(decision: Decision | None) -> dict[str, Any]:
-    if decision is None:
+def decision_record(ctx: CallContext) -> dict[str, Any]:
+    """What the trace keeps of the routing: the resolved request (inputs, no content) and
+    every model's decision, exactly as `explain` shows them."""
+    if ctx.routing is None:
         return {}
-    return {
-        "algorithm": decision.algorithm,
-        "reason": decision.reason,
-        "ordered": [e.id for e in decision.ordered],
-        "rejected": [{"endpoint": eid, "reason": str(reason)} for eid, reason in decision.rejected],
-    }
+    return {"request": request_json(ctx.routing), "decisions": ctx.decisions}
 
 
 def switchyard_block(
@@ -96,7 +95,7 @@ def finish(
             "stream": ctx.stream,
             "status_code": status,
             "error_code": error_code,
-            "decision": decision_record(ctx.decision),
+            "decision": decision_record(ctx),
             "attempts": [a.as_dict() for a in ctx.attempts],
             "usage": usage or {},
             "cost_micros": cost_micros(usage, target),
@@ -104,6 +103,7 @@ def finish(
             "ttfb_ms": ttfb_ms,
         }
     )
+    _observe_live(ctx, usage)
     model = ep.model if ep else ""
     metrics.REQUESTS.labels(ctx.operation, model, ep.provider if ep else "", str(status)).inc()
     for attempt in ctx.attempts:
@@ -117,3 +117,26 @@ def finish(
         if usage:
             metrics.TOKENS.labels(model, "prompt").inc(int(usage.get("prompt_tokens") or 0))
             metrics.TOKENS.labels(model, "completion").inc(int(usage.get("completion_tokens") or 0))
+
+
+CLIENT_FAULTS = frozenset({400, 413, 422})  # the request's fault, not the endpoint's
+
+
+def _observe_live(ctx: CallContext, usage: dict[str, Any] | None) -> None:
+    """Feed every attempt into the live metrics the router reads (R-OBS-2, R-EXE-2)."""
+    now = time.time()
+    live = runtime.live()
+    completion = int((usage or {}).get("completion_tokens") or 0)
+    for attempt in ctx.attempts:
+        if attempt.http_status in CLIENT_FAULTS:
+            continue
+        ok = attempt.status == "ok"
+        seconds = attempt.latency_ms / 1000
+        tokens_per_s = completion / seconds if ok and not ctx.stream and seconds > 0 else None
+        observation = Observation(
+            at=now,
+            ok=ok,
+            latency_ms=float(attempt.latency_ms) if ok else None,
+            tokens_per_s=tokens_per_s if completion else None,
+        )
+        live.observe(attempt.endpoint, attempt.provider, observation)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from django.http import HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase
 
-from gateway.api import bodies, pipeline, report
+from gateway.api import bodies, pipeline, plan, report
 from gateway.api.context import CallContext
 from gateway.api.errors import invalid
 from gateway.api.responses_stream import ResponsesStream, translate
@@ -117,11 +117,14 @@ def _error_event(data: bytes) -> bytes:
     )  # fmt: skip
 
 
-async def responses(ctx: CallContext, body: dict[str, Any]) -> HttpResponseBase:
+async def responses(
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any]
+) -> HttpResponseBase:
     ctx.stream = bodies.require_bool(body, "stream")
     chat_body = to_chat_body(body)
-    route = pipeline.chat_route(ctx, chat_body)
-    outcome = await pipeline.route_and_execute(ctx, chat_body, route, stream=ctx.stream)
+    bodies.validate_chat(chat_body)
+    routing = plan.resolve_request(ctx, request, chat_body, "chat")
+    outcome = await pipeline.route_and_execute(ctx, request, chat_body, routing)
     if outcome.opened is not None:
         shaper = ResponsesStream(
             response_id=f"resp_{ctx.trace_id.hex}",

@@ -7,6 +7,7 @@ it nothing (docs/decisions/0001-hot-path-views.md). The trace lookup is an adrf 
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from adrf.views import APIView
@@ -22,8 +23,9 @@ from gateway.api import pipeline, report
 from gateway.api.context import authenticate
 from gateway.api.errors import ApiError, render_error
 from gateway.api.responses_api import responses as responses_handler
-from routing.decide import STATIC_FILTERS, first_rejection
-from routing.types import RouteRequest
+from routing.decide import REQUEST_INDEPENDENT, first_rejection
+from routing.live import WINDOW_S
+from routing.types import RoutingRequest
 
 
 @csrf_exempt
@@ -44,6 +46,26 @@ async def embeddings(request: HttpRequest) -> HttpResponseBase:
     return await pipeline.serve(request, "embeddings", pipeline.embeddings)
 
 
+@csrf_exempt
+@require_POST
+async def explain(request: HttpRequest) -> HttpResponseBase:
+    return await pipeline.serve(request, "routing.explain", pipeline.explain)
+
+
+@require_GET
+async def health(request: HttpRequest) -> HttpResponseBase:
+    """`GET /health` (SPEC R-API-8): live numbers per provider and endpoint over the
+    rolling five minutes, as this worker observed them. No secrets, no authentication."""
+    now = time.time()
+    return pipeline.json_response(
+        {
+            "object": "switchyard.health",
+            "window_s": WINDOW_S,
+            "providers": runtime.live().by_provider(now),
+        }  # fmt: skip
+    )
+
+
 @require_GET
 async def models(request: HttpRequest) -> HttpResponseBase:
     """The models with at least one endpoint this key may use (SPEC D-7)."""
@@ -54,9 +76,10 @@ async def models(request: HttpRequest) -> HttpResponseBase:
         return render_error(error)
     data = []
     for slug, endpoints in sorted(snap.endpoints.items()):
-        probe = RouteRequest(model=slug)
+        probe = RoutingRequest(requested_model=slug, model=slug)
         if any(
-            first_rejection(e, probe, workspace.policy, STATIC_FILTERS) is None for e in endpoints
+            first_rejection(e, probe, workspace.policy, checks=REQUEST_INDEPENDENT) is None
+            for e in endpoints
         ):
             data.append(
                 {"id": slug, "object": "model", "created": 0, "owned_by": slug.split("/")[0]}

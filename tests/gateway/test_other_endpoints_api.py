@@ -88,7 +88,8 @@ def test_r_api_7_trace_is_scoped_to_the_callers_workspace(fresh_live):
     assert (trace["model"], trace["provider"], trace["status_code"]) == (
         "meta/llama-3.3-70b", "cheap", 200
     )  # fmt: skip
-    assert trace["decision"]["ordered"] == ["cheap-llama", "pricey-llama"]
+    assert trace["decision"]["decisions"][0]["ordered"] == ["cheap-llama", "pricey-llama"]
+    assert trace["decision"]["request"]["model"] == "meta/llama-3.3-70b"
     assert trace["attempts"][0]["status"] == "ok"
     assert "Say hello" not in mine.text
     assert "fake reply" not in mine.text

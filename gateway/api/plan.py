@@ -1,0 +1,182 @@
+"""From a parsed body to routing decisions: resolve the request (routing/resolve.py),
+expand virtual models into a model chain, and decide each model in turn
+(routing/decide.py). Pure steps fed from the snapshot and live metrics; no upstream I/O,
+so `POST /v1/routing/explain` runs exactly this and stops."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from django.http import HttpRequest
+
+from gateway import runtime
+from gateway.api.context import CallContext
+from gateway.api.errors import ApiError, invalid
+from gateway.snapshot import Snapshot
+from routing.decide import decide
+from routing.resolve import ResolveError, UnknownModel, resolve
+from routing.scoring import blended_price
+from routing.types import Decision, RoutingRequest
+from routing.virtual import order_targets
+
+MAX_VIRTUAL_DEPTH = 4  # virtual models may nest; deeper chains are configuration mistakes
+SEED_HEADER = "X-Switchyard-Route-Seed"  # replays a weighted-random draw (explain ↔ trace)
+MAX_SEED = 2**63 - 1
+
+
+def resolve_request(
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any], operation: str
+) -> RoutingRequest:
+    try:
+        routing_request = resolve(
+            body,
+            request.headers,
+            ctx.snapshot.catalog,
+            operation=operation,
+            workspace_mode=ctx.workspace.policy.routing_mode,
+        )
+    except ResolveError as error:
+        raise invalid(error.message, param=error.param) from None
+    except UnknownModel as error:
+        raise ApiError(
+            404,
+            f"The model `{error.model}` does not exist.",
+            code="model_not_found",
+            param=error.param,
+        ) from None
+    ctx.requested_model = routing_request.requested_model
+    return routing_request
+
+
+def route_seed(ctx: CallContext, request: HttpRequest) -> int:
+    sent = request.headers.get(SEED_HEADER, "")
+    if sent:
+        if not sent.isdigit() or int(sent) > MAX_SEED:
+            raise invalid(
+                f"{SEED_HEADER} must be an integer from 0 to {MAX_SEED}", param=SEED_HEADER
+            )
+        return int(sent)
+    return ctx.trace_id.int & MAX_SEED
+
+
+def _cheapest_price(snap: Snapshot, slug: str) -> float:
+    prices = [blended_price(e) for e in snap.endpoints.get(slug, ())]
+    return min(prices) if prices else float("inf")
+
+
+def _expand(snap: Snapshot, slug: str, rng: random.Random, depth: int) -> Iterator[str]:
+    entry = snap.virtual.get(slug)
+    if entry is None:
+        yield slug
+        return
+    if depth >= MAX_VIRTUAL_DEPTH:
+        return
+    cheapest = {target: _cheapest_price(snap, target) for target, _weight in entry.targets}
+    ordered = order_targets(
+        entry.strategy,
+        entry.targets,
+        cheapest_price=cheapest,
+        rng=rng,
+        counter=runtime.next_round_robin(slug),
+    )
+    for target in ordered:
+        yield from _expand(snap, target, rng, depth + 1)
+
+
+def model_chain(snap: Snapshot, request: RoutingRequest, rng: random.Random) -> list[str | None]:
+    """The models to try in order: the primary, then the fallback chain, with virtual
+    models replaced by their ordered targets. `[None]` for the auto router."""
+    if request.auto:
+        return [None]
+    chain: list[str | None] = []
+    for slug in (request.model, *request.fallbacks):
+        if slug is None:
+            continue
+        for concrete in _expand(snap, slug, rng, 0):
+            if concrete not in chain:
+                chain.append(concrete)
+    return chain
+
+
+def decide_model(
+    ctx: CallContext, request: RoutingRequest, model: str | None, rng: random.Random
+) -> Decision:
+    snap = ctx.snapshot
+    step = replace(request, model=model)
+    candidates = snap.all_endpoints if request.auto else snap.endpoints.get(model or "", ())
+    now = time.time()
+    return decide(candidates, step, ctx.workspace.policy, runtime.live().state(now), rng, now)
+
+
+def decision_json(decision: Decision, model: str | None, seed: int) -> dict[str, Any]:
+    """The one decision record (SPEC R-BEY-1): trace, explain and console all show this."""
+    return {
+        "model": model,
+        "algorithm": decision.algorithm,
+        "seed": seed,
+        "mode": str(decision.mode),
+        "mode_source": decision.mode_source,
+        "reason": decision.reason,
+        "notes": list(decision.notes),
+        "ordered": [e.id for e in decision.ordered],
+        "rejected": [{"endpoint": eid, "reason": str(reason)} for eid, reason in decision.rejected],
+        "scored": [
+            {
+                "endpoint": s.endpoint_id,
+                "score": s.score,
+                "demoted": s.demoted,
+                "multipliers": [{"name": n, "value": v} for n, v in s.multipliers],
+                "factors": [
+                    {
+                        "name": f.name,
+                        "value": f.value,
+                        "normalized": f.normalized,
+                        "weight": f.weight,
+                        "contribution": f.contribution,
+                    }
+                    for f in s.factors
+                ],
+            }
+            for s in decision.scored
+        ],
+    }
+
+
+def request_json(request: RoutingRequest) -> dict[str, Any]:
+    """The resolved request as stored in the trace: decision inputs, never content."""
+    prefs = request.provider
+    return {
+        "requested_model": request.requested_model,
+        "model": request.model,
+        "auto": request.auto,
+        "fallbacks": list(request.fallbacks),
+        "pinned_provider": request.pinned_provider,
+        "mode": str(request.mode),
+        "mode_source": request.mode_source,
+        "residency": request.residency,
+        "task": request.task,
+        "task_source": request.task_source,
+        "language": request.language,
+        "language_source": request.language_source,
+        "has_image": request.has_image,
+        "has_tools": request.has_tools,
+        "input_tokens": request.input_tokens,
+        "output_tokens": request.output_tokens,
+        "provider": {
+            "order": list(prefs.order),
+            "allow_fallbacks": prefs.allow_fallbacks,
+            "only": sorted(prefs.only),
+            "ignore": sorted(prefs.ignore),
+            "sort": str(prefs.sort) if prefs.sort else None,
+            "max_price": {
+                "prompt": prefs.max_price_prompt,
+                "completion": prefs.max_price_completion,
+            },
+            "preferred_min_throughput": prefs.preferred_min_throughput,
+            "regions": sorted(prefs.regions),
+        },
+    }

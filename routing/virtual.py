@@ -1,0 +1,59 @@
+"""Ordering a virtual model's targets (SPEC R-MOD-7).
+
+A virtual model is an alias with a pool of targets (concrete or other virtual models) and a
+strategy. This orders the pool; the caller resolves each target in turn and runs `decide` for
+it. Pure: the round-robin counter and the random source are the caller's.
+
+`adaptive` (R-EXE-5: power of two choices on latency × in-flight load) needs per-process load
+state that routing does not see yet; until the resilience issue brings it, `adaptive` orders as
+`weighted_random` — the draw proportional to weight that is its first half — and
+`strategy_note` says so for the trace. Refusing instead would fail every request to an alias
+the configuration already accepts.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+
+from routing.scoring import draw_order
+
+STRATEGIES = ("round_robin", "cost", "weighted_random", "adaptive")
+ADAPTIVE_NOTE = "Strategy adaptive is not implemented yet; targets ordered by weighted_random."
+
+
+def order_targets(
+    strategy: str,
+    targets: Sequence[tuple[str, float]],
+    *,
+    cheapest_price: Mapping[str, float],
+    rng: random.Random,
+    counter: int,
+) -> tuple[str, ...]:
+    """The target slugs of `targets` ((slug, weight) in configured order), first choice first.
+
+    - round_robin: the configured order rotated by `counter` (the caller's per-alias count).
+    - cost: `cheapest_price[slug]` ascending (USD/1M, the target's cheapest endpoint; a
+      target without one goes last), then slug.
+    - weighted_random / adaptive: successive draws without replacement, each proportional to
+      weight; targets weighing 0 come last in configured order.
+    Raises ValueError for an unknown strategy.
+    """
+    slugs = [slug for slug, _weight in targets]
+    if strategy == "round_robin":
+        if not slugs:
+            return ()
+        start = counter % len(slugs)
+        return tuple(slugs[start:] + slugs[:start])
+    if strategy == "cost":
+        return tuple(sorted(slugs, key=lambda s: (cheapest_price.get(s, math.inf), s)))
+    if strategy in ("weighted_random", "adaptive"):
+        order = draw_order([max(0.0, weight) for _slug, weight in targets], rng)
+        return tuple(slugs[i] for i in order)
+    raise ValueError(f"unknown virtual-model strategy {strategy!r}; expected one of {STRATEGIES}")
+
+
+def strategy_note(strategy: str) -> str | None:
+    """A sentence for the trace when a strategy is not applied as named."""
+    return ADAPTIVE_NOTE if strategy == "adaptive" else None

@@ -1,0 +1,153 @@
+"""Routing through a live gateway with the OpenAI SDK's `extra_body`: fallback chains,
+the `provider` object, qualifiers, suffixes, residency, explain and /health
+(SPEC R-MOD-4..6, R-DEC-2..4, R-DEC-6, R-BEY-2, R-API-8)."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import orjson
+import pytest
+
+pytestmark = pytest.mark.live
+
+MESSAGES = [{"role": "user", "content": "Say hello"}]
+LLAMA = "meta/llama-3.3-70b"
+
+
+def _chat(client: openai.OpenAI, model: str = LLAMA, **extra):
+    return client.chat.completions.with_raw_response.create(
+        model=model, messages=MESSAGES, extra_body=extra or None
+    )
+
+
+def _served_by(raw) -> str:
+    return raw.parse().model_extra["switchyard"]["provider"]
+
+
+def _attempts(raw) -> list[tuple[str, str, str]]:
+    return [(a["provider"], a["model"], a["status"])
+            for a in orjson.loads(raw.headers["x-switchyard-attempts"])]  # fmt: skip
+
+
+def test_r_dec_2_provider_only_and_ignore_are_hard_filters(client):
+    assert _served_by(_chat(client, provider={"only": ["pricey"]})) == "pricey"
+    assert _served_by(_chat(client, provider={"ignore": ["cheap"]})) == "pricey"
+
+
+def test_r_dec_2_provider_order_comes_first(client):
+    assert _served_by(_chat(client, provider={"order": ["pricey", "cheap"]})) == "pricey"
+
+
+def test_r_dec_2_allow_fallbacks_false_restricts_to_the_order(client, fresh_live):
+    fresh_live.fakes["pricey"].set_faults(down=True)
+    with pytest.raises(openai.APIStatusError) as caught:
+        _chat(client, provider={"order": ["pricey"], "allow_fallbacks": False})
+    assert [a["provider"] for a in caught.value.body["attempts"]] == ["pricey"]
+
+
+def test_r_mod_4_provider_qualifier_pins_one_provider_without_fallback(client, fresh_live):
+    assert _served_by(_chat(client, model=f"pricey:{LLAMA}")) == "pricey"
+    fresh_live.fakes["pricey"].set_faults(down=True)
+    with pytest.raises(openai.APIStatusError) as caught:
+        _chat(client, model=f"pricey:{LLAMA}")
+    assert [a["provider"] for a in caught.value.body["attempts"]] == ["pricey"]
+    assert fresh_live.fakes["cheap"].stats()["requests"] == 0
+
+
+def test_r_mod_6_fallback_chain_runs_after_the_primary_is_exhausted(client, fresh_live):
+    # given every endpoint of the primary model fails
+    fresh_live.fakes["cheap"].set_faults(down=True)
+    fresh_live.fakes["pricey"].set_faults(down=True)
+    # when the request carries a fallback chain
+    raw = _chat(client, models=["anthropic/claude-sonnet-4"], max_tokens=5)
+    # then the fallback model answered and the attempts show the whole path
+    assert raw.parse().model == "anthropic/claude-sonnet-4"
+    assert _attempts(raw) == [
+        ("cheap", LLAMA, "error"),
+        ("pricey", LLAMA, "error"),
+        ("anthro", "anthropic/claude-sonnet-4", "ok"),
+    ]
+
+
+def test_d_5_more_than_eight_fallback_models_is_a_400_naming_models(client):
+    with pytest.raises(openai.BadRequestError) as caught:
+        _chat(client, models=[LLAMA] * 2 + [f"acme/tiny-{i}" for i in range(8)])
+    assert caught.value.body["param"] == "models"
+
+
+def test_r_dec_4_request_residency_narrows_and_a_disjoint_one_is_a_409(client):
+    assert _served_by(_chat(client, residency="eu-hosted")) == "pricey"
+    with pytest.raises(openai.ConflictError) as caught:
+        _chat(client, residency="eu-owned")
+    assert caught.value.body["message"].endswith("Residency is never relaxed silently.")
+
+
+def test_d_6_price_cap_in_the_request_is_a_hard_filter(client):
+    # given `only` keeps pricey, whose prompt price (1.0) is above the request's cap
+    with pytest.raises(openai.ConflictError) as caught:
+        _chat(client, provider={"only": ["pricey"], "max_price": {"prompt": 0.9}})
+    # then nothing survives, each endpoint with its first failing reason (R-BEY-6)
+    assert {(x["endpoint"], x["reason"]) for x in caught.value.body["excluded"]} == {
+        ("cheap-llama", "provider_not_in_only"),
+        ("pricey-llama", "price_above_cap"),
+    }
+
+
+def test_invalid_provider_field_is_a_400_naming_it(fresh_live):
+    response = httpx.post(
+        f"{fresh_live.base_url}/chat/completions",
+        headers={"Authorization": f"Bearer {fresh_live.keys['acme']}"},
+        json={"model": LLAMA, "messages": MESSAGES, "provider": {"max_price": {"prompt": -1}}},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "provider.max_price.prompt"
+    assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
+
+
+def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live):
+    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}  # balanced: weighted
+    body = {"model": LLAMA, "messages": MESSAGES}
+    # given a real request and its trace
+    sent = httpx.post(f"{fresh_live.base_url}/chat/completions", headers=headers, json=body)
+    trace_url = f"{fresh_live.base_url}/traces/{sent.headers['x-switchyard-trace-id']}"
+    trace = _wait_for_trace(trace_url, headers)
+    stored = trace["decision"]["decisions"][0]
+    before = sum(fake.stats()["requests"] for fake in fresh_live.fakes.values())
+    # when the same body is explained with the trace's seed
+    response = httpx.post(
+        f"{fresh_live.base_url}/routing/explain",
+        headers={**headers, "X-Switchyard-Route-Seed": str(stored["seed"])},
+        json=body,
+    )
+    assert response.status_code == 200, response.text
+    explained = response.json()
+    # then it is the same decision, and no upstream was called
+    assert explained["decisions"][0]["ordered"] == stored["ordered"]
+    assert explained["decisions"][0]["scored"] == stored["scored"]
+    assert explained["decisions"][0]["reason"] == stored["reason"]
+    assert explained["attempt_order"] == stored["ordered"]
+    assert sum(fake.stats()["requests"] for fake in fresh_live.fakes.values()) == before
+
+
+def test_r_api_8_health_reports_live_numbers_per_provider(client, fresh_live):
+    for _ in range(3):
+        _chat(client)
+    health = httpx.get(f"{fresh_live.gateway.url}/health").json()
+    cheap = health["providers"]["cheap"]
+    assert cheap["samples"] >= 3
+    assert cheap["latency_ms"]["p50"] is not None
+    assert "cheap-llama" in cheap["endpoints"]
+    assert "upstream-secret-key" not in orjson.dumps(health).decode()
+
+
+def _wait_for_trace(url: str, headers: dict[str, str]) -> dict:
+    import time
+
+    deadline = time.monotonic() + 5
+    while True:
+        response = httpx.get(url, headers=headers)
+        if response.status_code == 200:
+            return response.json()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
