@@ -25,7 +25,9 @@ def test_d_7_models_lists_what_the_key_may_use(fresh_live):
     assert [m.id for m in _client(fresh_live, "euonly").models.list()] == []
 
 
-def test_r_dec_3_nothing_survives_the_policy_is_a_409_that_repeats(fresh_live):
+def test_r_dec_3_r_bey_6_nothing_survives_the_policy_is_a_409_listing_each_exclusion(
+    fresh_live,
+):
     client = _client(fresh_live, "euonly")
     for _ in range(2):  # the same request fails the same way again
         with pytest.raises(openai.ConflictError) as caught:

@@ -151,3 +151,17 @@ def _wait_for_trace(url: str, headers: dict[str, str]) -> dict:
             return response.json()
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def test_r_mod_2_a_pinned_model_is_never_silently_substituted(client, fresh_live):
+    # given every endpoint of the named model is down and no fallback chain is sent
+    fresh_live.fakes["cheap"].set_faults(down=True)
+    fresh_live.fakes["pricey"].set_faults(down=True)
+    # when
+    with pytest.raises(openai.APIStatusError) as caught:
+        _chat(client)
+    # then the request fails rather than being answered by another model
+    assert caught.value.status_code == 503
+    assert {a["model"] for a in caught.value.body["attempts"]} == {LLAMA}
+    assert fresh_live.fakes["anthro"].stats()["requests"] == 0
+    assert fresh_live.fakes["paced"].stats()["requests"] == 0
