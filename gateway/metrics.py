@@ -32,3 +32,20 @@ TOKENS = Counter(
     "Tokens reported by upstreams, by model and kind (prompt, completion, cached).",
     ["model", "kind"],
 )
+
+TIER_REQUESTS = Counter(
+    "switchyard_tier_requests_total",
+    "Requests to tiered aliases by alias, chosen tier and verdict source (SPEC R-TIER-5).",
+    ["alias", "tier", "source"],
+)
+TIER_ESCALATIONS = Counter(
+    "switchyard_tier_escalations_total",
+    "Sessions newly pinned to the hard tier, by alias.",
+    ["alias"],
+)
+TIER_SCORE = Histogram(
+    "switchyard_tier_score",
+    "Classifier scores of tiered requests, for tuning the threshold (docs/smart-routing.md).",
+    ["alias"],
+    buckets=tuple(range(0, 23)),
+)

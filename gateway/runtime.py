@@ -11,11 +11,13 @@ from gateway.config import GatewaySettings
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
 from routing.live import LiveMetrics
+from routing.tier_pins import InProcessTierPins
 
 _holder: SnapshotHolder | None = None
 _writer: TraceWriter | None = None
 _live: LiveMetrics | None = None
 _round_robin: dict[str, int] = {}
+_tier_pins: InProcessTierPins | None = None
 
 
 def gateway_settings() -> GatewaySettings:
@@ -47,6 +49,14 @@ def live() -> LiveMetrics:
     return _live
 
 
+def tier_pins() -> InProcessTierPins:
+    """Upward-only tier pins per alias and session (in process; Redis comes with R-BEY-9)."""
+    global _tier_pins
+    if _tier_pins is None:
+        _tier_pins = InProcessTierPins()
+    return _tier_pins
+
+
 def next_round_robin(alias: str) -> int:
     """The turn of a round-robin virtual model in this worker: 0, 1, 2, …"""
     turn = _round_robin.get(alias, 0)
@@ -60,8 +70,9 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live
+    global _holder, _writer, _live, _tier_pins
     _holder = None
     _writer = None
     _live = None
+    _tier_pins = None
     _round_robin.clear()

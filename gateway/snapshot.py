@@ -22,6 +22,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from gateway.models import ConfigVersion
 from routing.models import Endpoint, Model, Provider, VirtualModel
 from routing.resolve import CatalogNames
+from routing.tiers import TierConfig, tier_config
 from routing.types import EndpointInfo, PolicyView
 from workspaces.models import ApiKey, Policy, ProviderCredential, Workspace
 from workspaces.secrets import Sealed
@@ -57,6 +58,7 @@ class WorkspaceEntry:
     retention: str
     credentials: dict[str, CredentialEntry]  # by provider slug
     timeouts: dict[str, int]  # connect_ms, ttft_ms, idle_ms, total_ms (policy overrides)
+    tiers: TierConfig | None = None  # smart tier routing; None = idle (R-TIER-1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,7 @@ def load_snapshot() -> Snapshot:
                 retention=policy.retention if policy else "30d",
                 credentials=credentials.get(ws.pk, {}),
                 timeouts=dict(policy.timeouts) if policy else {},
+                tiers=tier_config(ws.smart_routing or {}),
             )
         providers = {
             p.slug: ProviderEntry(
@@ -254,6 +257,14 @@ def load_snapshot() -> Snapshot:
     )
 
 
+def _hint_if_tiers_idle(snapshot: Snapshot) -> None:
+    if not any(ws.tiers for ws in snapshot.workspaces.values()):
+        log.info(
+            "smart tier routing is idle: no workspace configures tiered aliases "
+            "(smart_routing.aliases, docs/smart-routing.md)"
+        )
+
+
 def _read_version() -> int:
     return ConfigVersion.objects.filter(pk=1).values_list("version", flat=True).first() or 0
 
@@ -277,6 +288,7 @@ class SnapshotHolder:
                     self._snapshot = await sync_to_async(load_snapshot)()
                     self._checked_at = time.monotonic()
                     log.info("configuration snapshot loaded at version %s", self._snapshot.version)
+                    _hint_if_tiers_idle(self._snapshot)
             return self._snapshot
         if time.monotonic() - self._checked_at > self.poll_s and self._refresh is None:
             self._checked_at = time.monotonic()

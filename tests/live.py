@@ -64,7 +64,12 @@ endpoints:
 workspaces:
   # `price` orders deterministically (cheapest first), which the failover tests rely on;
   # `balanced` (weighted random) is exercised by workspace `other` and the engine's tests.
-  - {{slug: acme, name: ACME, policy: {{max_attempts: 3, routing_mode: price}}}}
+  - slug: acme
+    name: ACME
+    policy: {{max_attempts: 3, routing_mode: price}}
+    smart_routing:
+      aliases:
+        normal: {{easy: meta/llama-3.3-70b, hard: anthropic/claude-sonnet-4, default: easy}}
   - {{slug: euonly, name: EU only, policy: {{allowed_residency: [eu-owned], max_attempts: 3}}}}
   - {{slug: other, name: Other, policy: {{max_attempts: 3}}}}
 """

@@ -70,6 +70,7 @@ class CallContext:
     decision: Decision | None = None  # the decision of the model that is being tried
     decisions: list[dict[str, Any]] = field(default_factory=list)  # each model's, as recorded
     routing: RoutingRequest | None = None
+    tier: Any = None  # gateway.api.tiering.TierOutcome when a tiered alias was asked for
     attempts: list[Attempt] = field(default_factory=list)
 
     @property

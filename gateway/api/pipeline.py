@@ -14,6 +14,7 @@ from gateway import runtime
 from gateway.api import bodies, plan, report
 from gateway.api.context import CallContext, authenticate, deadline_s, make_targets
 from gateway.api.errors import ApiError, render_error
+from gateway.api.tiering import apply_tiers
 from gateway.attempts import AttemptFailed
 from gateway.execute import Opened, Outcome, execute, relay
 from gateway.streaming import DONE_FRAME, frame_json
@@ -138,6 +139,7 @@ async def chat_completions(
     ctx: CallContext, request: HttpRequest, body: dict[str, Any]
 ) -> HttpResponseBase:
     bodies.validate_chat(body)
+    body, ctx.tier = apply_tiers(ctx, request, body)
     routing = plan.resolve_request(ctx, request, body, "chat")
     ctx.stream = bodies.require_bool(body, "stream")
     outcome = await route_and_execute(ctx, request, body, routing)
@@ -208,8 +210,10 @@ async def embeddings(
 
 async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) -> HttpResponseBase:
     """`POST /v1/routing/explain` (SPEC R-BEY-2): the decision for this body, no upstream
-    call, nothing stored. The same seed gives the same decision as the real request."""
+    call, nothing stored. The same seed gives the same decision as the real request.
+    A tiered alias is classified as it would be, but the explanation pins nothing."""
     bodies.validate_chat(body)
+    body, tier = apply_tiers(ctx, request, body, dry_run=True)
     routing = plan.resolve_request(ctx, request, body, "chat")
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
@@ -221,6 +225,7 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     return json_response({
         "object": "switchyard.routing_explanation",
         "request": plan.request_json(routing),
+        "tier": tier.as_json() if tier else None,
         "decisions": decisions,
         "attempt_order": attempt_order,
         "reason": decisions[0]["reason"] if decisions else "",

@@ -38,7 +38,10 @@ def decision_record(ctx: CallContext) -> dict[str, Any]:
     every model's decision, exactly as `explain` shows them."""
     if ctx.routing is None:
         return {}
-    return {"request": request_json(ctx.routing), "decisions": ctx.decisions}
+    record: dict[str, Any] = {"request": request_json(ctx.routing), "decisions": ctx.decisions}
+    if ctx.tier is not None:
+        record["tier"] = ctx.tier.as_json()
+    return record
 
 
 def switchyard_block(
@@ -66,6 +69,9 @@ def switchyard_block(
 
 def add_headers(response: HttpResponseBase, ctx: CallContext) -> HttpResponseBase:
     response["X-Switchyard-Trace-Id"] = str(ctx.trace_id)
+    if ctx.tier is not None:
+        for name, value in ctx.tier.headers().items():
+            response[name] = value
     response["X-Switchyard-Attempts"] = orjson.dumps([a.as_dict() for a in ctx.attempts]).decode()
     return response
 

@@ -13,6 +13,7 @@ from gateway.api import bodies, pipeline, plan, report
 from gateway.api.context import CallContext
 from gateway.api.errors import invalid
 from gateway.api.responses_stream import ResponsesStream, translate
+from gateway.api.tiering import apply_tiers
 from gateway.streaming import frame_json
 
 PASSED_THROUGH = ("temperature", "stream", "top_p", "user", "metadata", "tools", "tool_choice",
@@ -123,6 +124,7 @@ async def responses(
     ctx.stream = bodies.require_bool(body, "stream")
     chat_body = to_chat_body(body)
     bodies.validate_chat(chat_body)
+    chat_body, ctx.tier = apply_tiers(ctx, request, chat_body)
     routing = plan.resolve_request(ctx, request, chat_body, "chat")
     outcome = await pipeline.route_and_execute(ctx, request, chat_body, routing)
     if outcome.opened is not None:
