@@ -25,6 +25,7 @@ class Attempt:
     http_status: int | None
     latency_ms: int
     error: str | None = None
+    retry_after_s: float | None = None  # the upstream's Retry-After, for cooldowns
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -62,3 +63,14 @@ def is_retryable_status(status: int, should_retry_header: str | None) -> bool:
     if should_retry_header is not None and should_retry_header.lower() == "false":
         return False  # the upstream says the error is final
     return status in RETRYABLE_STATUSES or status >= 500
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """`Retry-After` in seconds (the HTTP-date form is rare from LLM APIs and ignored)."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None

@@ -20,6 +20,8 @@ class GatewaySettings:
     upstream_pool_size: int
     health_window_s: float
     unhealthy_errors: int
+    cooldown_base_s: float
+    cooldown_max_s: float
 
 
 def parse_encryption_keys(value: str) -> dict[str, bytes]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from gateway.attempts import Attempt, AttemptFailed, is_retryable_status
+from gateway.attempts import Attempt, AttemptFailed, is_retryable_status, retry_after_seconds
 from gateway.providers import anthropic, openai
 from routing.types import EndpointInfo
 
@@ -222,7 +222,8 @@ async def execute(
                             failure.http_status,
                             _elapsed_ms(started),
                             failure.message,
-                        )  # fmt: skip
+                            retry_after_seconds(failure.retry_after),
+                        )
                     )
                     outcome.failure = failure
                     outcome.failures.append(failure)

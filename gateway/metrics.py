@@ -27,6 +27,11 @@ TIME_TO_FIRST_BYTE = Histogram(
     ["provider"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+COOLDOWNS = Counter(
+    "switchyard_cooldowns_started_total",
+    "Cooldowns started, by provider, endpoint and reason (SPEC R-EXE-3, R-OBS-3).",
+    ["provider", "endpoint", "reason"],
+)
 TOKENS = Counter(
     "switchyard_tokens_total",
     "Tokens reported by upstreams, by model and kind (prompt, completion, cached).",

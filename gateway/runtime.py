@@ -10,6 +10,7 @@ from audit.record import TraceWriter
 from gateway.config import GatewaySettings
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
+from routing.cooldowns import Cooldowns
 from routing.live import LiveMetrics
 from routing.tier_pins import InProcessTierPins
 
@@ -18,6 +19,7 @@ _writer: TraceWriter | None = None
 _live: LiveMetrics | None = None
 _round_robin: dict[str, int] = {}
 _tier_pins: InProcessTierPins | None = None
+_cooldowns: Cooldowns | None = None
 
 
 def gateway_settings() -> GatewaySettings:
@@ -49,6 +51,16 @@ def live() -> LiveMetrics:
     return _live
 
 
+def cooldowns() -> Cooldowns:
+    """This worker's endpoint cooldowns (per node, as GM keeps them)."""
+    global _cooldowns
+    if _cooldowns is None:
+        _cooldowns = Cooldowns(
+            base_s=settings.GATEWAY.cooldown_base_s, max_s=settings.GATEWAY.cooldown_max_s
+        )
+    return _cooldowns
+
+
 def tier_pins() -> InProcessTierPins:
     """Upward-only tier pins per alias and session (in process; Redis comes with R-BEY-9)."""
     global _tier_pins
@@ -70,7 +82,8 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live, _tier_pins
+    global _holder, _writer, _live, _tier_pins, _cooldowns
+    _cooldowns = None
     _holder = None
     _writer = None
     _live = None

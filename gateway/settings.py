@@ -131,6 +131,8 @@ GATEWAY = GatewaySettings(
     upstream_pool_size=env.int("SWITCHYARD_UPSTREAM_POOL_SIZE", default=256),
     health_window_s=env.float("SWITCHYARD_HEALTH_WINDOW_S", default=30.0),
     unhealthy_errors=env.int("SWITCHYARD_UNHEALTHY_ERRORS", default=3),
+    cooldown_base_s=env.float("SWITCHYARD_COOLDOWN_BASE_S", default=30.0),
+    cooldown_max_s=env.float("SWITCHYARD_COOLDOWN_MAX_S", default=300.0),
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY.max_body_bytes
 

@@ -10,7 +10,9 @@ routing/fit.py (auto scoring).
 Order of the attempt list: the mode's (or auto's) order; then the providers listed in
 `provider.order` first, in that order; then endpoints failing a soft filter
 (`preferred_min_throughput`, `preferred_max_latency`) and finally unhealthy ones move to the
-end, each group keeping its relative order. Nothing is dropped after the filter.
+end, each group keeping its relative order. Endpoints in cooldown are left out of the
+attempt list while any other survivor remains (R-EXE-3) — the one thing dropped after the
+filter, and the decision's notes name them.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 
-from routing.filters import REQUEST_INDEPENDENT, active_checks, first_failing, first_rejection
+from routing.filters import REQUEST_INDEPENDENT, active_checks, first_rejection
 from routing.fit import OBJECTIVES, score_auto
 from routing.policy import effective_policy, residency_label
-from routing.scoring import order_by_mode, stats_of
+from routing.scoring import make_scored, order_by_mode, stats_of
 from routing.types import (
     Decision,
     EndpointInfo,
@@ -40,6 +41,7 @@ __all__ = ["ALGORITHM", "REQUEST_INDEPENDENT", "decide", "first_rejection"]
 
 ALGORITHM = "switchyard-route-v1"
 UNHEALTHY = "unhealthy"
+COOLDOWN = "cooldown"
 CLASS_WORDS = {"eu-owned": "EU-owned", "eu-hosted": "EU-hosted", "any": "not EU-restricted"}
 _VOWELS = ("a", "e", "i", "o", "u")
 _OBJECTIVE_NOTES = {
@@ -79,7 +81,10 @@ def decide(
         ranked = order_by_mode(survivors, request, live, rng)
     by_id = {e.id: e for e in survivors}
     ranked = _demote(_provider_order(ranked, by_id, request.provider.order), request, live)
-    ordered = tuple(by_id[s.endpoint_id] for s in ranked)
+    ranked, skipped = _skip_cooling(ranked, live)
+    if skipped:
+        notes += (f"Skipped in cooldown while others remain: {', '.join(skipped)}.",)
+    ordered = tuple([by_id[s.endpoint_id] for s in ranked])
     return Decision(
         ordered=ordered,
         rejected=rejected,
@@ -95,15 +100,19 @@ def decide(
 def _filter(
     endpoints: Sequence[EndpointInfo], request: RoutingRequest, effective: PolicyView
 ) -> tuple[list[EndpointInfo], tuple[tuple[str, Reason], ...]]:
+    """`first_failing` for every endpoint, its loop written out here: this is the hottest
+    loop of a decision (every endpoint × every check that can fail)."""
     checks = active_checks(request, effective)
     survivors: list[EndpointInfo] = []
     rejected: list[tuple[str, Reason]] = []
     for endpoint in endpoints:
-        reason = first_failing(endpoint, request, effective, checks)
-        if reason is None:
-            survivors.append(endpoint)
+        for check in checks:
+            reason = check(endpoint, request, effective)
+            if reason is not None:
+                rejected.append((endpoint.id, reason))
+                break
         else:
-            rejected.append((endpoint.id, reason))
+            survivors.append(endpoint)
     return survivors, tuple(rejected)
 
 
@@ -120,19 +129,40 @@ def _provider_order(
 
 def _demote(ranked: list[Scored], request: RoutingRequest, live: LiveState) -> list[Scored]:
     """Soft-filter failures, then unhealthy endpoints, to the end; each keeps its order."""
+    prefs = request.provider
+    has_soft = prefs.preferred_min_throughput is not None or prefs.preferred_max_latency is not None
+    if not has_soft and not live.unhealthy:
+        return ranked  # nothing can move
     kept: list[Scored] = []
     soft: list[Scored] = []
     unhealthy: list[Scored] = []
     for scored in ranked:
         if scored.endpoint_id in live.unhealthy:
-            unhealthy.append(replace(scored, demoted=UNHEALTHY))
+            unhealthy.append(_demoted(scored, UNHEALTHY))
             continue
-        why = soft_demotion(stats_of(live, scored.endpoint_id), request.provider)
+        why = soft_demotion(stats_of(live, scored.endpoint_id), prefs) if has_soft else None
         if why is None:
             kept.append(scored)
         else:
-            soft.append(replace(scored, demoted=why))
+            soft.append(_demoted(scored, why))
     return kept + soft + unhealthy
+
+
+def _skip_cooling(ranked: list[Scored], live: LiveState) -> tuple[list[Scored], tuple[str, ...]]:
+    """Endpoints in cooldown are skipped while any other survivor remains (R-EXE-3); when
+    every survivor is cooling they are all kept, marked, because trying beats refusing."""
+    if not live.cooling:
+        return ranked, ()
+    warm = [s for s in ranked if s.endpoint_id not in live.cooling]
+    if warm:
+        skipped = tuple(s.endpoint_id for s in ranked if s.endpoint_id in live.cooling)
+        return warm, skipped
+    return [_demoted(s, COOLDOWN) for s in ranked], ()
+
+
+def _demoted(scored: Scored, why: str) -> Scored:
+    """`replace(scored, demoted=why)`, built sooner (see routing.scoring.make_scored)."""
+    return make_scored(scored.endpoint_id, scored.score, scored.factors, scored.multipliers, why)
 
 
 def soft_demotion(stats: EndpointStats, prefs: ProviderPrefs) -> str | None:

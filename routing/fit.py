@@ -23,10 +23,10 @@ Fit tables (ours; each value in 0..1):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from routing.scoring import blended_price, latency_ms, stats_of
-from routing.types import EndpointInfo, Factor, LiveState, RoutingRequest, Scored
+from routing.scoring import NO_STATS, blended_price, factor_column, latency_ms, make_scored
+from routing.types import EndpointInfo, LiveState, RoutingRequest, Scored
 
 OBJECTIVES = ("balanced", "cost", "latency", "quality")
 BASE_WEIGHTS = {
@@ -54,6 +54,8 @@ MULTILINGUAL_MIN_LANGUAGES = 6
 SOVEREIGNTY_BONUS = {"eu-owned": 1.0, "eu-hosted": 0.5}  # × the weight 2; any → 0
 NEUTRAL = 0.5
 
+Normalise = Callable[[list[float | None]], list[float]]  # a column's values → normalised
+
 
 def objective_weights(objective: str) -> dict[str, float]:
     """R-DEC-5's weights, re-weighted by the workspace objective (D-2)."""
@@ -70,13 +72,33 @@ def task_fit(endpoint: EndpointInfo, task: str) -> float:
         bonus = RAG_TAG_BONUS if "rag" in endpoint.task_tags else 0.0
         return min(1.0, endpoint.context_window / RETRIEVAL_FULL_WINDOW + bonus)
     if task == "code":
-        name = endpoint.model.rsplit("/", 1)[-1].lower()
-        if any(marker in name for marker in CODE_SLUG_MARKERS):
-            return 1.0
-        return 0.7 if "code" in endpoint.task_tags else 0.3
+        return 1.0 if _is_code_slug(endpoint.model) else _code_tag_fit(endpoint.task_tags)
     if task == "tool_use" and "tools" not in endpoint.capabilities:
         return NEUTRAL
     return 1.0 if task in endpoint.task_tags else NEUTRAL
+
+
+def task_fits(endpoints: Sequence[EndpointInfo], task: str) -> list[float]:
+    """`task_fit` of each endpoint. For a code task each model's name is read once, not once
+    per endpoint: a model has an endpoint at each of its providers."""
+    if task != "code":
+        return [task_fit(endpoint, task) for endpoint in endpoints]
+    is_code_slug = {model: _is_code_slug(model) for model in {e.model for e in endpoints}}
+    return [1.0 if is_code_slug[e.model] else _code_tag_fit(e.task_tags) for e in endpoints]
+
+
+def _code_tag_fit(task_tags: frozenset[str]) -> float:
+    """A code task's fit for a model whose name does not say code."""
+    return 0.7 if "code" in task_tags else 0.3
+
+
+def _is_code_slug(model: str) -> bool:
+    """Whether the model's own name (after the vendor) marks it code-specialised."""
+    name = model.rsplit("/", 1)[-1].lower()
+    for marker in CODE_SLUG_MARKERS:  # noqa: SIM110 - a third of the cost of any() over a generator
+        if marker in name:
+            return True
+    return False
 
 
 def _cheap_fit(parameters_b: float | None) -> float:
@@ -103,46 +125,57 @@ def score_auto(
     live: LiveState,
     objective: str = "balanced",
 ) -> list[Scored]:
-    """Every survivor scored per R-DEC-5 and ordered best first (before demotions)."""
+    """Every survivor scored per R-DEC-5 and ordered best first (before demotions).
+
+    Worked a factor at a time over all survivors (a column, see `factor_column`), not an
+    endpoint at a time: the min–max ranges, and the Factor of each distinct value, are found
+    once.
+    """
     weights = objective_weights(objective)
-    prices = [blended_price(e) for e in survivors]
-    latencies = [latency_ms(stats_of(live, e.id)) for e in survivors]
-    price_norm, latency_norm = _min_max(prices), _min_max(latencies)
-    made: dict[tuple[str, float | None, float], Factor] = {}
-    ranked = []
-    for i, endpoint in enumerate(survivors):
-        error_rate = stats_of(live, endpoint.id).error_rate
-        task, language = task_fit(endpoint, request.task), language_fit(endpoint, request)
-        documentation = min(1.0, max(0.0, endpoint.documentation_completeness))
-        sovereignty = SOVEREIGNTY_BONUS.get(endpoint.sovereignty_class, 0.0)
-        inputs = (
-            ("task_fit", task, task),
-            ("language_fit", language, language),
-            ("documentation", documentation, documentation),
-            ("sovereignty", sovereignty, sovereignty),
-            ("price", prices[i], price_norm[i]),
-            ("latency", latencies[i], latency_norm[i]),
-            ("error_rate", error_rate, 0.0 if error_rate is None else error_rate),
+    get_stats = live.stats.get
+    stats = [get_stats(endpoint.id, NO_STATS) for endpoint in survivors]
+    prices = [blended_price(endpoint) for endpoint in survivors]
+    latencies = [latency_ms(s) for s in stats]
+    documentation = [min(1.0, max(0.0, e.documentation_completeness)) for e in survivors]
+    bonus = SOVEREIGNTY_BONUS.get
+    inputs: tuple[tuple[str, list[float | None], Normalise], ...] = (
+        ("task_fit", task_fits(survivors, request.task), _as_is),  # type: ignore[arg-type]
+        ("language_fit", [language_fit(e, request) for e in survivors], _as_is),
+        ("documentation", documentation, _as_is),  # type: ignore[arg-type]
+        ("sovereignty", [bonus(e.sovereignty_class, 0.0) for e in survivors], _as_is),
+        ("price", prices, _min_max),  # type: ignore[arg-type]
+        ("latency", latencies, _min_max),  # type: ignore[arg-type]
+        ("error_rate", [s.error_rate for s in stats], _unknown_as_zero),
+    )
+    columns = [
+        factor_column(name, weights[name], values, normalise, multiplies=False)
+        for name, values, normalise in inputs
+    ]
+    contributions = [[factor.contribution for factor in column] for column in columns]
+    # Each endpoint's contributions summed in factor order: the same float every time.
+    scores: list[float] = list(map(sum, zip(*contributions, strict=True)))
+    # Best score first, then lower price, lower latency, endpoint id: a total order.
+    keys = [
+        (-score, price, latency, endpoint.id)
+        for score, price, latency, endpoint in zip(
+            scores, prices, latencies, survivors, strict=True
         )
-        factors = tuple([made.get(key) or _factor(made, key, weights) for key in inputs])
-        score = sum([f.contribution for f in factors])
-        ranked.append(
-            ((-score, prices[i], latencies[i], endpoint.id), Scored(endpoint.id, score, factors))
-        )
-    ranked.sort(key=lambda pair: pair[0])
-    return [scored for _key, scored in ranked]
+    ]
+    rows = list(zip(*columns, strict=True))
+    return [
+        make_scored(survivors[i].id, scores[i], rows[i])
+        for i in sorted(range(len(keys)), key=keys.__getitem__)
+    ]
 
 
-def _factor(
-    made: dict[tuple[str, float | None, float], Factor],
-    key: tuple[str, float | None, float],
-    weights: dict[str, float],
-) -> Factor:
-    """Build a factor once per decision: a frozen dataclass costs more than a look-up, and
-    most factors repeat across endpoints (fit levels, unknown latency, no errors)."""
-    name, value, norm = key
-    made[key] = factor = Factor(name, value, norm, weights[name], weights[name] * norm)
-    return factor
+def _as_is(values: list[float | None]) -> list[float]:
+    """A fit, documentation or sovereignty value is already in 0..1."""
+    return values  # type: ignore[return-value]
+
+
+def _unknown_as_zero(error_rates: list[float | None]) -> list[float]:
+    """An unknown error rate counts as none (R-DEC-8)."""
+    return [0.0 if rate is None else rate for rate in error_rates]
 
 
 def _min_max(values: Sequence[float]) -> list[float]:
@@ -152,4 +185,5 @@ def _min_max(values: Sequence[float]) -> list[float]:
     low, high = min(values), max(values)
     if high == low:
         return [0.0] * len(values)
-    return [(v - low) / (high - low) for v in values]
+    span = high - low
+    return [(v - low) / span for v in values]

@@ -34,6 +34,14 @@ def effective_policy(
     as "any"), and each cap is at most the policy's. Idempotent: narrowing the result again
     by the same request returns it unchanged.
     """
+    prefs = request.provider
+    if (
+        request.residency is None
+        and not prefs.regions
+        and prefs.max_price_prompt is None
+        and prefs.max_price_completion is None
+    ):
+        return policy, ()  # the request narrows nothing: skip building an equal copy
     residency, residency_notes = _narrow_residency(policy.allowed_residency, request.residency)
     regions, region_notes = _narrow_regions(policy.allowed_regions, request.provider.regions)
     prompt, prompt_notes = _lower_cap(

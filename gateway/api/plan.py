@@ -109,7 +109,8 @@ def decide_model(
     step = replace(request, model=model)
     candidates = snap.all_endpoints if request.auto else snap.endpoints.get(model or "", ())
     now = time.time()
-    return decide(candidates, step, ctx.workspace.policy, runtime.live().state(now), rng, now)
+    live = replace(runtime.live().state(now), cooling=runtime.cooldowns().cooling(now))
+    return decide(candidates, step, ctx.workspace.policy, live, rng, now)
 
 
 def decision_json(decision: Decision, model: str | None, seed: int) -> dict[str, Any]:

@@ -129,9 +129,11 @@ CLIENT_FAULTS = frozenset({400, 413, 422})  # the request's fault, not the endpo
 
 
 def _observe_live(ctx: CallContext, usage: dict[str, Any] | None) -> None:
-    """Feed every attempt into the live metrics the router reads (R-OBS-2, R-EXE-2)."""
+    """Feed every attempt into the live metrics and cooldowns the router reads (R-OBS-2,
+    R-EXE-2, R-EXE-3)."""
     now = time.time()
     live = runtime.live()
+    cooldowns = runtime.cooldowns()
     completion = int((usage or {}).get("completion_tokens") or 0)
     for attempt in ctx.attempts:
         if attempt.http_status in CLIENT_FAULTS:
@@ -146,3 +148,11 @@ def _observe_live(ctx: CallContext, usage: dict[str, Any] | None) -> None:
             tokens_per_s=tokens_per_s if completion else None,
         )
         live.observe(attempt.endpoint, attempt.provider, observation)
+        if ok:
+            cooldowns.success(attempt.endpoint)
+            continue
+        started = cooldowns.failure(
+            attempt.endpoint, attempt.http_status, now, attempt.retry_after_s
+        )
+        if started is not None:
+            metrics.COOLDOWNS.labels(attempt.provider, attempt.endpoint, started.reason).inc()

@@ -1,0 +1,54 @@
+"""Cooldowns through a live gateway (SPEC R-EXE-3): a gateway of its own with short
+cooldowns, on the shared installation, so the other tests keep theirs off."""
+
+from __future__ import annotations
+
+import time
+
+import openai
+import orjson
+import pytest
+
+from gateway.processes import running_gateway
+
+pytestmark = pytest.mark.live
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def _providers(client: openai.OpenAI) -> list[tuple[str, str]]:
+    raw = client.chat.completions.with_raw_response.create(
+        model="meta/llama-3.3-70b", messages=MESSAGES
+    )
+    return [
+        (a["provider"], a["status"]) for a in orjson.loads(raw.headers["x-switchyard-attempts"])
+    ]
+
+
+@pytest.fixture
+def cooling_client(fresh_live):
+    env = {**fresh_live.env, "SWITCHYARD_COOLDOWN_BASE_S": "1", "SWITCHYARD_COOLDOWN_MAX_S": "2"}
+    with running_gateway(env) as gateway:
+        yield openai.OpenAI(
+            base_url=gateway.base_url, api_key=fresh_live.keys["acme"], max_retries=0
+        )
+
+
+def test_r_exe_3_a_429_moves_traffic_away_for_one_cooldown_and_back(cooling_client, fresh_live):
+    # given the preferred (cheapest) endpoint answers one 429
+    fresh_live.fakes["cheap"].set_faults(["status:429"])
+    assert _providers(cooling_client) == [("cheap", "error"), ("pricey", "ok")]
+    # then during the cooldown it is not even tried
+    assert _providers(cooling_client) == [("pricey", "ok")]
+    # and after the cooldown (1 s) traffic comes back
+    time.sleep(1.1)
+    assert _providers(cooling_client) == [("cheap", "ok")]
+
+
+def test_r_exe_3_a_dead_key_is_skipped_at_once_for_the_maximum(cooling_client, fresh_live):
+    fresh_live.fakes["cheap"].set_faults(["status:401"])
+    assert _providers(cooling_client) == [("cheap", "error"), ("pricey", "ok")]
+    time.sleep(1.1)  # longer than the base: 401 takes the maximum (2 s)
+    assert _providers(cooling_client) == [("pricey", "ok")]
+    time.sleep(1.0)
+    assert _providers(cooling_client) == [("cheap", "ok")]
