@@ -27,6 +27,16 @@ TIME_TO_FIRST_BYTE = Histogram(
     ["provider"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+SELECTIONS = Counter(
+    "switchyard_selections_total",
+    "Endpoints chosen first by a routing decision, by mode (SPEC R-OBS-3).",
+    ["endpoint", "mode"],
+)
+REJECTIONS = Counter(
+    "switchyard_rejections_total",
+    "Endpoints the routing filter rejected, by reason (the R-DEC-2 strings).",
+    ["reason"],
+)
 COOLDOWNS = Counter(
     "switchyard_cooldowns_started_total",
     "Cooldowns started, by provider, endpoint and reason (SPEC R-EXE-3, R-OBS-3).",

@@ -110,6 +110,11 @@ def finish(
         }
     )
     _observe_live(ctx, usage)
+    for decision in ctx.decisions:
+        if decision["ordered"]:
+            metrics.SELECTIONS.labels(decision["ordered"][0], decision["mode"]).inc()
+        for rejection in decision["rejected"]:
+            metrics.REJECTIONS.labels(rejection["reason"]).inc()
     model = ep.model if ep else ""
     metrics.REQUESTS.labels(ctx.operation, model, ep.provider if ep else "", str(status)).inc()
     for attempt in ctx.attempts:

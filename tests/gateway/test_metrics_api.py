@@ -35,6 +35,7 @@ def test_metrics_count_requests_across_two_workers(fresh_live):
     # then every scrape sees all twenty, whichever worker answered it
     assert [_requests_total(text, "cheap") for text in scrapes] == [20] * 6
     assert "switchyard_upstream_latency_seconds_bucket" in scrapes[0]
+    assert 'switchyard_selections_total{endpoint="cheap-llama",mode="price"} 20.0' in scrapes[0]
 
 
 def test_healthz_reports_its_checks(fresh_live):
