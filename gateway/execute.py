@@ -20,6 +20,7 @@ from gateway.providers import anthropic, openai
 from routing.types import EndpointInfo
 
 MAX_ERROR_BODY_BYTES = 64 * 1024
+CLIENT_DISCONNECTED = "client disconnected"  # the one stream ending that is nobody's fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +284,6 @@ async def relay(
         completed = True
     finally:
         if not completed and error is None:
-            error = "client disconnected"  # cancelled or closed while relaying
+            error = CLIENT_DISCONNECTED  # cancelled or closed while relaying
         await asyncio.shield(opened.response.aclose())
         on_end(opened, error)

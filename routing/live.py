@@ -28,6 +28,24 @@ class Observation:
     ok: bool
     latency_ms: float | None  # to the first byte of the answer (whole body if not streamed)
     tokens_per_s: float | None  # output tokens per second, non-streaming successes only
+    kind: str = ""  # for failures: "error" lowers reliability; "rate_limited" and "geo" do not
+
+    @property
+    def counts_against_reliability(self) -> bool:
+        return not self.ok and self.kind not in SEPARATE_KINDS
+
+
+# R-EXE-4: a 429 and a geo-block (403) say nothing about whether the endpoint works; they
+# are counted on their own and left out of the error rate and health.
+SEPARATE_KINDS = frozenset({"rate_limited", "geo"})
+
+
+def failure_kind(http_status: int | None) -> str:
+    if http_status == 429:
+        return "rate_limited"
+    if http_status == 403:
+        return "geo"
+    return "error"
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:
@@ -39,7 +57,7 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 def rollup(observations: list[Observation]) -> EndpointStats:
     latencies = sorted(o.latency_ms for o in observations if o.ok and o.latency_ms is not None)
     rates = [o.tokens_per_s for o in observations if o.tokens_per_s is not None]
-    errors = sum(1 for o in observations if not o.ok)
+    errors = sum(1 for o in observations if o.counts_against_reliability)
     return EndpointStats(
         latency_p50_ms=_percentile(latencies, 0.50) if latencies else None,
         latency_p90_ms=_percentile(latencies, 0.90) if latencies else None,
@@ -47,6 +65,8 @@ def rollup(observations: list[Observation]) -> EndpointStats:
         throughput_tps=sum(rates) / len(rates) if rates else None,
         error_rate=errors / len(observations) if observations else None,
         samples=len(observations),
+        rate_limited=sum(1 for o in observations if o.kind == "rate_limited"),
+        geo_blocked=sum(1 for o in observations if o.kind == "geo"),
     )
 
 
@@ -86,7 +106,9 @@ class LiveMetrics:
             if window:
                 stats[endpoint_id] = rollup(window)
             recent = now - self.health_window_s
-            recent_errors = sum(1 for o in window if not o.ok and o.at >= recent)
+            recent_errors = sum(
+                1 for o in window if o.counts_against_reliability and o.at >= recent
+            )
             if recent_errors >= self.unhealthy_errors:
                 unhealthy.add(endpoint_id)
         self._cached = LiveState(stats=stats, unhealthy=frozenset(unhealthy))
@@ -122,5 +144,7 @@ def _stats_json(stats: EndpointStats) -> dict[str, object]:
         },
         "throughput_tokens_per_s": rounded(stats.throughput_tps),
         "error_rate": rounded(stats.error_rate),
+        "rate_limited": stats.rate_limited,
+        "geo_blocked": stats.geo_blocked,
         "samples": stats.samples,
     }

@@ -158,8 +158,10 @@ class EndpointStats:
     latency_p90_ms: float | None = None
     latency_p99_ms: float | None = None
     throughput_tps: float | None = None  # output tokens per second, non-streaming
-    error_rate: float | None = None  # 0..1
+    error_rate: float | None = None  # 0..1, reliability failures only (R-EXE-4)
     samples: int = 0
+    rate_limited: int = 0  # 429s, counted apart from the error rate
+    geo_blocked: int = 0  # 403s, counted apart from the error rate
 
 
 @dataclass(frozen=True, slots=True)

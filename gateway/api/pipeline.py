@@ -16,7 +16,7 @@ from gateway.api.context import CallContext, authenticate, deadline_s, make_targ
 from gateway.api.errors import ApiError, render_error
 from gateway.api.tiering import apply_tiers
 from gateway.attempts import AttemptFailed
-from gateway.execute import Opened, Outcome, execute, relay
+from gateway.execute import CLIENT_DISCONNECTED, Opened, Outcome, execute, relay
 from gateway.streaming import DONE_FRAME, frame_json
 from routing.types import Decision, RoutingRequest
 
@@ -191,6 +191,7 @@ def chat_stream_frames(ctx: CallContext, opened: Opened) -> AsyncIterator[bytes]
             usage=opened.translator.usage,
             error_code="stream_interrupted" if error else "",
             ttfb_ms=opened.ttfb_ms,
+            stream_broke=error is not None and error != CLIENT_DISCONNECTED,
         )
 
     return relay(opened, tail=tail, on_end=on_end)

@@ -14,7 +14,7 @@ from gateway import metrics, runtime
 from gateway.api.context import CallContext
 from gateway.api.plan import request_json
 from gateway.execute import Target
-from routing.live import Observation
+from routing.live import Observation, failure_kind
 
 CLASS_IN_WORDS = {
     "eu-owned": "an EU-owned, EU-hosted endpoint",
@@ -84,8 +84,10 @@ def finish(
     usage: dict[str, Any] | None = None,
     error_code: str = "",
     ttfb_ms: int | None = None,
+    stream_broke: bool = False,
 ) -> None:
-    """Record the trace and metrics of a finished request (never blocks)."""
+    """Record the trace and metrics of a finished request (never blocks). `stream_broke`:
+    the upstream failed after the stream was committed, which counts against it (R-EXE-4)."""
     ep = target.endpoint if target else None
     runtime.traces().record(
         {
@@ -109,7 +111,7 @@ def finish(
             "ttfb_ms": ttfb_ms,
         }
     )
-    _observe_live(ctx, usage)
+    _observe_live(ctx, usage, stream_broke)
     for decision in ctx.decisions:
         if decision["ordered"]:
             metrics.SELECTIONS.labels(decision["ordered"][0], decision["mode"]).inc()
@@ -133,9 +135,9 @@ def finish(
 CLIENT_FAULTS = frozenset({400, 413, 422})  # the request's fault, not the endpoint's
 
 
-def _observe_live(ctx: CallContext, usage: dict[str, Any] | None) -> None:
+def _observe_live(ctx: CallContext, usage: dict[str, Any] | None, stream_broke: bool) -> None:
     """Feed every attempt into the live metrics and cooldowns the router reads (R-OBS-2,
-    R-EXE-2, R-EXE-3)."""
+    R-EXE-2, R-EXE-3, R-EXE-4)."""
     now = time.time()
     live = runtime.live()
     cooldowns = runtime.cooldowns()
@@ -143,14 +145,15 @@ def _observe_live(ctx: CallContext, usage: dict[str, Any] | None) -> None:
     for attempt in ctx.attempts:
         if attempt.http_status in CLIENT_FAULTS:
             continue
-        ok = attempt.status == "ok"
+        ok = attempt.status == "ok" and not (stream_broke and attempt is ctx.attempts[-1])
         seconds = attempt.latency_ms / 1000
         tokens_per_s = completion / seconds if ok and not ctx.stream and seconds > 0 else None
         observation = Observation(
             at=now,
             ok=ok,
-            latency_ms=float(attempt.latency_ms) if ok else None,
+            latency_ms=float(attempt.latency_ms) if attempt.status == "ok" else None,
             tokens_per_s=tokens_per_s if completion else None,
+            kind="" if ok else failure_kind(attempt.http_status),
         )
         live.observe(attempt.endpoint, attempt.provider, observation)
         if ok:

@@ -165,3 +165,26 @@ def test_r_mod_2_a_pinned_model_is_never_silently_substituted(client, fresh_live
     assert {a["model"] for a in caught.value.body["attempts"]} == {LLAMA}
     assert fresh_live.fakes["anthro"].stats()["requests"] == 0
     assert fresh_live.fakes["paced"].stats()["requests"] == 0
+
+
+def _errors_and_limits(live, endpoint: str) -> tuple[int, int]:
+    health = httpx.get(f"{live.gateway.url}/health").json()["providers"]
+    numbers = health.get("cheap", {}).get("endpoints", {}).get(endpoint)
+    if numbers is None:
+        return 0, 0
+    return round((numbers["error_rate"] or 0) * numbers["samples"]), numbers["rate_limited"]
+
+
+def test_r_exe_4_a_broken_stream_counts_against_reliability_and_a_429_does_not(fresh_live):
+    headers = {"Authorization": f"Bearer {fresh_live.keys['acme']}"}
+    body = {"model": LLAMA, "messages": MESSAGES, "stream": True}
+    errors, limited = _errors_and_limits(fresh_live, "cheap-llama")
+    # when a committed stream breaks
+    fresh_live.fakes["cheap"].set_faults(["drop_mid_stream:3"])
+    httpx.post(f"{fresh_live.base_url}/chat/completions", headers=headers, json=body)
+    # then the endpoint's error count grows
+    assert _errors_and_limits(fresh_live, "cheap-llama") == (errors + 1, limited)
+    # and when it answers a 429, only the rate-limit count grows
+    fresh_live.fakes["cheap"].set_faults(["status:429"])
+    httpx.post(f"{fresh_live.base_url}/chat/completions", headers=headers, json=body)
+    assert _errors_and_limits(fresh_live, "cheap-llama") == (errors + 1, limited + 1)

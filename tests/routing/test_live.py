@@ -55,3 +55,15 @@ def test_health_groups_by_provider_with_endpoints():
     assert health["a"]["latency_ms"]["p50"] == 10
     assert set(health["a"]["endpoints"]) == {"a-1", "a-2"}
     assert health["b"]["error_rate"] == 1.0
+
+
+def test_r_exe_4_429_and_geo_403_are_counted_apart_from_reliability():
+    live = LiveMetrics()
+    live.observe("ep", "prov", _ok(0, 10))
+    for kind in ("rate_limited", "rate_limited", "geo", "rate_limited"):
+        live.observe("ep", "prov", Observation(at=1, ok=False, latency_ms=None,
+                                               tokens_per_s=None, kind=kind))  # fmt: skip
+    stats = live.state(now=2.0).stats["ep"]
+    assert stats.error_rate == 0.0
+    assert (stats.rate_limited, stats.geo_blocked) == (3, 1)
+    assert live.state(now=2.0).unhealthy == frozenset()  # four 429/403 are not ill health
