@@ -110,7 +110,10 @@ def decide_model(
     candidates = snap.all_endpoints if request.auto else snap.endpoints.get(model or "", ())
     now = time.time()
     live = replace(runtime.live().state(now), cooling=runtime.cooldowns().cooling(now))
-    return decide(candidates, step, ctx.workspace.policy, live, rng, now)
+    return decide(
+        candidates, step, ctx.workspace.policy, live, rng, now,
+        objective=ctx.workspace.auto_objective,
+    )  # fmt: skip
 
 
 def decision_json(decision: Decision, model: str | None, seed: int) -> dict[str, Any]:

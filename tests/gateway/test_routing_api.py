@@ -188,3 +188,29 @@ def test_r_exe_4_a_broken_stream_counts_against_reliability_and_a_429_does_not(f
     fresh_live.fakes["cheap"].set_faults(["status:429"])
     httpx.post(f"{fresh_live.base_url}/chat/completions", headers=headers, json=body)
     assert _errors_and_limits(fresh_live, "cheap-llama") == (errors + 1, limited + 1)
+
+
+def test_d_2_the_workspace_objective_reweights_the_auto_router(fresh_live, tmp_path):
+    # given workspace `other` sets the auto router's objective to cost
+    config = tmp_path / "objective.yaml"
+    config.write_text("workspaces:\n  - slug: other\n    name: Other\n"
+                      "    auto_router: {objective: cost}\n")  # fmt: skip
+    fresh_live.manage("apply", "-f", str(config))
+    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
+    body = {"model": "auto", "messages": MESSAGES}
+    # when the auto router explains a request (the snapshot reloads within its poll)
+    import time
+
+    deadline = time.monotonic() + 5
+    while True:
+        explained = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers,
+                               json=body).json()  # fmt: skip
+        notes = explained["decisions"][0]["notes"]
+        if any("cost doubles the price weight" in note for note in notes):
+            break
+        assert time.monotonic() < deadline, notes
+        time.sleep(0.1)
+    # then the price weight is doubled in every factor table
+    weights = {f["weight"] for s in explained["decisions"][0]["scored"] for f in s["factors"]
+               if f["name"] == "price"}  # fmt: skip
+    assert weights == {-4.0}
