@@ -20,7 +20,7 @@ from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from gateway.models import ConfigVersion
-from routing.fit import OBJECTIVES
+from routing.autorouter import AutoSettings, auto_settings
 from routing.models import Endpoint, Model, Provider, VirtualModel
 from routing.resolve import CatalogNames
 from routing.tiers import TierConfig, tier_config
@@ -60,7 +60,7 @@ class WorkspaceEntry:
     credentials: dict[str, CredentialEntry]  # by provider slug
     timeouts: dict[str, int]  # connect_ms, ttft_ms, idle_ms, total_ms (policy overrides)
     tiers: TierConfig | None = None  # smart tier routing; None = idle (R-TIER-1)
-    auto_objective: str = "balanced"  # the auto router's objective (R-AUTO-1, D-2)
+    auto: AutoSettings = field(default_factory=AutoSettings)  # auto router (R-AUTO-1, D-2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,11 +127,6 @@ def _policy_view(policy: Policy | None) -> PolicyView:
     )
 
 
-def _auto_objective(auto_router: dict[str, object]) -> str:
-    objective = auto_router.get("objective", "balanced")
-    return objective if objective in OBJECTIVES else "balanced"
-
-
 def _nested_classes(allowed: list[str]) -> frozenset[str]:
     """Residency classes nest (eu-owned ⊂ eu-hosted ⊂ any): a policy allowing `eu-hosted`
     admits EU-owned endpoints too, and one allowing `any` restricts nothing."""
@@ -193,7 +188,7 @@ def load_snapshot() -> Snapshot:
                 credentials=credentials.get(ws.pk, {}),
                 timeouts=dict(policy.timeouts) if policy else {},
                 tiers=tier_config(ws.smart_routing or {}),
-                auto_objective=_auto_objective(ws.auto_router or {}),
+                auto=auto_settings(ws.auto_router or {}),
             )
         providers = {
             p.slug: ProviderEntry(

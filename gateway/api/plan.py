@@ -17,6 +17,7 @@ from gateway import runtime
 from gateway.api.context import CallContext
 from gateway.api.errors import ApiError, invalid
 from gateway.snapshot import Snapshot
+from routing.autorouter import first_model_only, narrow_for_auto
 from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
 from routing.scoring import blended_price
@@ -110,10 +111,21 @@ def decide_model(
     candidates = snap.all_endpoints if request.auto else snap.endpoints.get(model or "", ())
     now = time.time()
     live = replace(runtime.live().state(now), cooling=runtime.cooldowns().cooling(now))
-    return decide(
-        candidates, step, ctx.workspace.policy, live, rng, now,
-        objective=ctx.workspace.auto_objective,
-    )  # fmt: skip
+    if not request.auto:
+        return decide(candidates, step, ctx.workspace.policy, live, rng, now)
+    auto = ctx.workspace.auto
+    policy = narrow_for_auto(ctx.workspace.policy, auto, snap.endpoints.keys())
+    decision = decide(candidates, step, policy, live, rng, now, objective=auto.objective)
+    if auto.fallback:
+        return decision
+    ordered = first_model_only(decision.ordered)
+    kept = {e.id for e in ordered}
+    return replace(
+        decision,
+        ordered=ordered,
+        scored=tuple(s for s in decision.scored if s.endpoint_id in kept),
+        notes=(*decision.notes, "Auto-router fallback is off: only the top model is tried."),
+    )
 
 
 def decision_json(decision: Decision, model: str | None, seed: int) -> dict[str, Any]:

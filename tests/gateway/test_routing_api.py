@@ -214,3 +214,37 @@ def test_d_2_the_workspace_objective_reweights_the_auto_router(fresh_live, tmp_p
     weights = {f["weight"] for s in explained["decisions"][0]["scored"] for f in s["factors"]
                if f["name"] == "price"}  # fmt: skip
     assert weights == {-4.0}
+
+
+def test_r_auto_1_workspace_spend_profile_and_patterns_bound_the_auto_router(fresh_live, tmp_path):
+    # given workspace `other` limits auto routing to anthropic models on a premium budget
+    config = tmp_path / "auto.yaml"
+    config.write_text(
+        "workspaces:\n"
+        "  - slug: other\n"
+        "    name: Other\n"
+        "    auto_router:\n"
+        "      objective: cost\n"
+        "      spend_profile: premium\n"
+        "      allowed_models: ['anthropic/*', 'meta/*']\n"
+        "      fallback: false\n"
+    )
+    fresh_live.manage("apply", "-f", str(config))
+    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
+    body = {"model": "auto", "messages": MESSAGES, "provider": {"sort": "price"}}
+    import time
+
+    deadline = time.monotonic() + 5
+    while True:
+        decision = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers,
+                              json=body).json()["decisions"][0]  # fmt: skip
+        if any("fallback is off" in note for note in decision["notes"]):
+            break
+        assert time.monotonic() < deadline, decision["notes"]
+        time.sleep(0.1)
+    rejected = {r["endpoint"]: r["reason"] for r in decision["rejected"]}
+    # then claude (3/15 per 1M) is over the premium caps (1/5), tiny is not an allowed pattern
+    assert rejected["anthro-sonnet"] == "price_above_cap"
+    assert rejected["cheap-tiny"] == "model_not_allowed"
+    # and without fallback only the top model's endpoints are tried
+    assert {eid.split("-")[1] for eid in decision["ordered"]} == {"llama"}
