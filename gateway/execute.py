@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -188,6 +188,15 @@ async def open_stream(
     return Opened(target, response, translator, chunks, buffered, started, _elapsed_ms(started))
 
 
+class AttemptObserver(Protocol):
+    """Told when an attempt starts and ends (the adaptive strategy's in-flight counts and
+    latency samples); `latency_ms` is None for a failed attempt."""
+
+    def started(self, endpoint: EndpointInfo) -> None: ...
+
+    def finished(self, endpoint: EndpointInfo, latency_ms: float | None) -> None: ...
+
+
 async def execute(
     client: httpx.AsyncClient,
     targets: list[Target],
@@ -197,49 +206,74 @@ async def execute(
     stream: bool,
     ids: dict,
     deadline_s: float,
+    observer: AttemptObserver | None = None,
 ) -> Outcome:
-    """Try targets in order until one succeeds or a failure is final."""
+    """Try targets in order until one succeeds or a failure is final. An attempt counts as
+    in flight until its response (non-stream) or its first token (stream)."""
     outcome = Outcome()
     try:
         async with asyncio.timeout(deadline_s):
             for target in targets:
-                started = time.perf_counter()
-                ep = target.endpoint
-                try:
-                    if not target.api_key:
-                        raise AttemptFailed("no_credential", "no credential for this provider")
-                    if stream:
-                        outcome.opened = await open_stream(client, target, body, ids)
-                        outcome.ttfb_ms = outcome.opened.ttfb_ms
-                    else:
-                        outcome.response = await call_once(client, target, body, operation, ids)
-                except AttemptFailed as failure:
-                    outcome.attempts.append(
-                        Attempt(
-                            ep.provider,
-                            ep.model,
-                            ep.id,
-                            "error",
-                            failure.http_status,
-                            _elapsed_ms(started),
-                            failure.message,
-                            retry_after_seconds(failure.retry_after),
-                        )
-                    )
-                    outcome.failure = failure
-                    outcome.failures.append(failure)
-                    if not failure.retryable:
-                        return outcome
-                    continue
-                outcome.attempts.append(
-                    Attempt(ep.provider, ep.model, ep.id, "ok", 200, _elapsed_ms(started))
-                )
-                outcome.target = target
-                outcome.failure = None
-                return outcome
+                failure = await _attempt(client, target, body, operation, stream, ids, outcome,
+                                         observer)  # fmt: skip
+                if failure is None or not failure.retryable:
+                    return outcome
     except TimeoutError:
         outcome.failure = AttemptFailed("timeout", "the request's total deadline passed")
     return outcome
+
+
+async def _attempt(
+    client: httpx.AsyncClient,
+    target: Target,
+    body: dict[str, Any],
+    operation: str,
+    stream: bool,
+    ids: dict,
+    outcome: Outcome,
+    observer: AttemptObserver | None,
+) -> AttemptFailed | None:
+    """One attempt, recorded in `outcome`; returns its failure, or None on success. The
+    observer hears the end however the attempt ends (failure, deadline, cancellation)."""
+    started = time.perf_counter()
+    ep = target.endpoint
+    sample_ms: float | None = None
+    if observer is not None:
+        observer.started(ep)
+    try:
+        if not target.api_key:
+            raise AttemptFailed("no_credential", "no credential for this provider")
+        if stream:
+            outcome.opened = await open_stream(client, target, body, ids)
+            outcome.ttfb_ms = outcome.opened.ttfb_ms
+        else:
+            outcome.response = await call_once(client, target, body, operation, ids)
+    except AttemptFailed as failure:
+        outcome.attempts.append(
+            Attempt(
+                ep.provider,
+                ep.model,
+                ep.id,
+                "error",
+                failure.http_status,
+                _elapsed_ms(started),
+                failure.message,
+                retry_after_seconds(failure.retry_after),
+            )  # fmt: skip
+        )
+        outcome.failure = failure
+        outcome.failures.append(failure)
+        return failure
+    else:
+        latency_ms = _elapsed_ms(started)
+        sample_ms = float(latency_ms)
+        outcome.attempts.append(Attempt(ep.provider, ep.model, ep.id, "ok", 200, latency_ms))
+        outcome.target = target
+        outcome.failure = None
+        return None
+    finally:
+        if observer is not None:
+            observer.finished(ep, sample_ms)
 
 
 async def relay(

@@ -3,6 +3,8 @@ the configuration snapshot holder, the upstream HTTP client and the trace writer
 
 from __future__ import annotations
 
+import time
+
 import httpx
 from django.conf import settings
 
@@ -10,9 +12,11 @@ from audit.record import TraceWriter
 from gateway.config import GatewaySettings
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
+from routing.adaptive import AdaptiveState
 from routing.cooldowns import Cooldowns
 from routing.live import LiveMetrics
 from routing.tier_pins import InProcessTierPins
+from routing.types import EndpointInfo
 
 _holder: SnapshotHolder | None = None
 _writer: TraceWriter | None = None
@@ -20,6 +24,7 @@ _live: LiveMetrics | None = None
 _round_robin: dict[str, int] = {}
 _tier_pins: InProcessTierPins | None = None
 _cooldowns: Cooldowns | None = None
+_adaptive = AdaptiveState()  # per process, as GM keeps it (R-EXE-5)
 
 
 def gateway_settings() -> GatewaySettings:
@@ -61,6 +66,21 @@ def cooldowns() -> Cooldowns:
     return _cooldowns
 
 
+def adaptive() -> AdaptiveState:
+    """Latency estimates and in-flight counts per model for the adaptive strategy."""
+    return _adaptive
+
+
+class AdaptiveObserver:
+    """Feeds every upstream attempt into the adaptive state, keyed by the model it served."""
+
+    def started(self, endpoint: EndpointInfo) -> None:
+        _adaptive.started(endpoint.model)
+
+    def finished(self, endpoint: EndpointInfo, latency_ms: float | None) -> None:
+        _adaptive.finished(endpoint.model, latency_ms, time.time())
+
+
 def tier_pins() -> InProcessTierPins:
     """Upward-only tier pins per alias and session (in process; Redis comes with R-BEY-9)."""
     global _tier_pins
@@ -82,8 +102,9 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live, _tier_pins, _cooldowns
+    global _holder, _writer, _live, _tier_pins, _cooldowns, _adaptive
     _cooldowns = None
+    _adaptive = AdaptiveState()
     _holder = None
     _writer = None
     _live = None

@@ -4,11 +4,10 @@ A virtual model is an alias with a pool of targets (concrete or other virtual mo
 strategy. This orders the pool; the caller resolves each target in turn and runs `decide` for
 it. Pure: the round-robin counter and the random source are the caller's.
 
-`adaptive` (R-EXE-5: power of two choices on latency × in-flight load) needs per-process load
-state that routing does not see yet; until the resilience issue brings it, `adaptive` orders as
-`weighted_random` — the draw proportional to weight that is its first half — and
-`strategy_note` says so for the trace. Refusing instead would fail every request to an alias
-the configuration already accepts.
+`adaptive` (R-EXE-5: power of two choices on latency × in-flight load) needs the process's
+load state, so the gateway orders adaptive targets with routing/adaptive.py; here, without
+that state, `adaptive` orders as `weighted_random` — the draw proportional to weight that is
+its first half — and `strategy_note` says so for a caller that has no load state.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from routing.scoring import draw_order
 
 STRATEGIES = ("round_robin", "cost", "weighted_random", "adaptive")
-ADAPTIVE_NOTE = "Strategy adaptive is not implemented yet; targets ordered by weighted_random."
+ADAPTIVE_NOTE = "Strategy adaptive without load state: targets ordered by weighted_random."
 
 
 def order_targets(

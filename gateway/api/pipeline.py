@@ -20,6 +20,7 @@ from gateway.execute import CLIENT_DISCONNECTED, Opened, Outcome, execute, relay
 from gateway.streaming import DONE_FRAME, frame_json
 from routing.types import Decision, RoutingRequest
 
+ADAPTIVE_OBSERVER = runtime.AdaptiveObserver()
 Handler = Callable[[CallContext, HttpRequest, dict[str, Any]], Awaitable[HttpResponseBase]]
 
 
@@ -121,6 +122,7 @@ async def route_and_execute(
             stream=ctx.stream,
             ids=ctx.completion_ids,
             deadline_s=deadline_s(ctx, gateway),
+            observer=ADAPTIVE_OBSERVER,
         )
         ctx.attempts.extend(outcome.attempts)
         if outcome.failure is None:

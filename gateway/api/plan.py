@@ -17,6 +17,7 @@ from gateway import runtime
 from gateway.api.context import CallContext
 from gateway.api.errors import ApiError, invalid
 from gateway.snapshot import Snapshot
+from routing.adaptive import p2c_order, shaped_weights
 from routing.autorouter import first_model_only, narrow_for_auto
 from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
@@ -77,15 +78,41 @@ def _expand(snap: Snapshot, slug: str, rng: random.Random, depth: int) -> Iterat
     if depth >= MAX_VIRTUAL_DEPTH:
         return
     cheapest = {target: _cheapest_price(snap, target) for target, _weight in entry.targets}
-    ordered = order_targets(
-        entry.strategy,
-        entry.targets,
-        cheapest_price=cheapest,
-        rng=rng,
-        counter=runtime.next_round_robin(slug),
-    )
+    if entry.strategy == "adaptive":
+        ordered = _adaptive_order(snap, entry.targets, cheapest, rng)
+    else:
+        ordered = order_targets(
+            entry.strategy,
+            entry.targets,
+            cheapest_price=cheapest,
+            rng=rng,
+            counter=runtime.next_round_robin(slug),
+        )
     for target in ordered:
         yield from _expand(snap, target, rng, depth + 1)
+
+
+def _adaptive_order(
+    snap: Snapshot, targets: tuple[tuple[str, float], ...], cheapest: dict[str, float],
+    rng: random.Random,
+) -> tuple[str, ...]:  # fmt: skip
+    """R-EXE-5 for a virtual model: P2C on peak-EWMA load among its targets (models)."""
+    now = time.time()
+    live = runtime.live().state(now)
+    cooling_endpoints = runtime.cooldowns().cooling(now)
+    error_rate: dict[str, float] = {}
+    cooling: set[str] = set()
+    for slug, _weight in targets:
+        endpoints = snap.endpoints.get(slug, ())
+        rates = [live.stats[e.id].error_rate or 0.0 for e in endpoints if e.id in live.stats]
+        error_rate[slug] = sum(rates) / len(rates) if rates else 0.0
+        if endpoints and all(e.id in cooling_endpoints for e in endpoints):
+            cooling.add(slug)
+    weights = shaped_weights(targets, objective="balanced", price=cheapest,
+                             error_rate=error_rate, cooling=frozenset(cooling))  # fmt: skip
+    state = runtime.adaptive()
+    slugs = [slug for slug, _weight in targets]
+    return p2c_order(slugs, weights, {s: state.load(s) for s in slugs}, rng)
 
 
 def model_chain(snap: Snapshot, request: RoutingRequest, rng: random.Random) -> list[str | None]:

@@ -248,3 +248,38 @@ def test_r_auto_1_workspace_spend_profile_and_patterns_bound_the_auto_router(fre
     assert rejected["cheap-tiny"] == "model_not_allowed"
     # and without fallback only the top model's endpoints are tried
     assert {eid.split("-")[1] for eid in decision["ordered"]} == {"llama"}
+
+
+def test_r_exe_5_adaptive_virtual_model_prefers_the_faster_target(fresh_live, tmp_path):
+    # given an adaptive virtual model over two models, one behind a slow upstream
+    from gateway.fakeupstream.process import running_fake_upstream
+    from tests.live import UPSTREAM_KEY
+
+    with running_fake_upstream("fast", name="sloth", api_key=UPSTREAM_KEY, latency_ms=150) as sloth:
+        config = tmp_path / "adaptive.yaml"
+        config.write_text(f"""
+providers:
+  - {{slug: sloth, name: Sloth, base_url: "{sloth.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
+models:
+  - {{slug: acme/slow-model, capabilities: [text], context_window: 8192}}
+endpoints:
+  - {{id: sloth-slow, provider: sloth, model: acme/slow-model, upstream_model: s, region: r,
+      price: {{input: 0.1, output: 0.1}}}}
+virtual_models:
+  - slug: acme/adaptive
+    strategy: adaptive
+    targets: [{{model: acme/slow-model, weight: 1}}, {{model: acme/paced, weight: 1}}]
+""")
+        fresh_live.manage("apply", "-f", str(config))
+        client = openai.OpenAI(base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"],
+                               max_retries=0)  # fmt: skip
+        fresh_live.wait_for_model(client, "acme/slow-model")
+        # when it has seen each target once (150 ms vs the paced model's first token)
+        served = [
+            client.chat.completions.create(
+                model="acme/adaptive", messages=MESSAGES, max_tokens=1, stream=False
+            ).model
+            for _ in range(12)
+        ]
+        # then once both are measured, the faster one takes the traffic
+        assert set(served[-6:]) == {"acme/paced"}, served
