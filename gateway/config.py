@@ -22,6 +22,7 @@ class GatewaySettings:
     unhealthy_errors: int
     cooldown_base_s: float
     cooldown_max_s: float
+    session_affinity: bool
 
 
 def parse_encryption_keys(value: str) -> dict[str, bytes]:

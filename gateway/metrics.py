@@ -37,6 +37,11 @@ REJECTIONS = Counter(
     "Endpoints the routing filter rejected, by reason (the R-DEC-2 strings).",
     ["reason"],
 )
+SESSION_AFFINITY = Counter(
+    "session_affinity_total",
+    "Requests of a pinned session: the pin honored or released (SPEC R-EXE-7).",
+    ["outcome"],
+)
 COOLDOWNS = Counter(
     "switchyard_cooldowns_started_total",
     "Cooldowns started, by provider, endpoint and reason (SPEC R-EXE-3, R-OBS-3).",

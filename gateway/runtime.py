@@ -13,6 +13,7 @@ from gateway.config import GatewaySettings
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
 from routing.adaptive import AdaptiveState
+from routing.affinity import SessionPins
 from routing.cooldowns import Cooldowns
 from routing.live import LiveMetrics
 from routing.tier_pins import InProcessTierPins
@@ -25,6 +26,7 @@ _round_robin: dict[str, int] = {}
 _tier_pins: InProcessTierPins | None = None
 _cooldowns: Cooldowns | None = None
 _adaptive = AdaptiveState()  # per process, as GM keeps it (R-EXE-5)
+_session_pins = SessionPins()  # session -> endpoint (R-EXE-7), per process
 
 
 def gateway_settings() -> GatewaySettings:
@@ -66,6 +68,10 @@ def cooldowns() -> Cooldowns:
     return _cooldowns
 
 
+def session_pins() -> SessionPins:
+    return _session_pins
+
+
 def adaptive() -> AdaptiveState:
     """Latency estimates and in-flight counts per model for the adaptive strategy."""
     return _adaptive
@@ -102,9 +108,10 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live, _tier_pins, _cooldowns, _adaptive
+    global _holder, _writer, _live, _tier_pins, _cooldowns, _adaptive, _session_pins
     _cooldowns = None
     _adaptive = AdaptiveState()
+    _session_pins = SessionPins()
     _holder = None
     _writer = None
     _live = None

@@ -133,6 +133,7 @@ GATEWAY = GatewaySettings(
     unhealthy_errors=env.int("SWITCHYARD_UNHEALTHY_ERRORS", default=3),
     cooldown_base_s=env.float("SWITCHYARD_COOLDOWN_BASE_S", default=30.0),
     cooldown_max_s=env.float("SWITCHYARD_COOLDOWN_MAX_S", default=300.0),
+    session_affinity=env.bool("SWITCHYARD_SESSION_AFFINITY", default=True),
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY.max_body_bytes
 

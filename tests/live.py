@@ -139,11 +139,13 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 SWITCHYARD_TRACE_FLUSH_S="0.05",
                 SWITCHYARD_MAX_BODY_BYTES="200000",
                 SWITCHYARD_TTFB_TIMEOUT_S="2",
-                # Tests share one gateway and inject faults on purpose: health demotion and
-                # cooldowns (unit-tested in tests/routing) would make their attempt order
-                # depend on the tests that ran before.
+                # Tests share one gateway and inject faults on purpose: health demotion,
+                # cooldowns and session keeping (unit-tested in tests/routing, and live in
+                # gateways of their own) would make their attempt order depend on the tests
+                # that ran before.
                 SWITCHYARD_UNHEALTHY_ERRORS="1000000",
                 SWITCHYARD_COOLDOWN_BASE_S="0",
+                SWITCHYARD_SESSION_AFFINITY="false",
                 SWITCHYARD_COOLDOWN_MAX_S="0",
                 LOG_LEVEL="INFO",
             )

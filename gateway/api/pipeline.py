@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
-from gateway import runtime
+from gateway import metrics, runtime
 from gateway.api import bodies, plan, report
 from gateway.api.context import CallContext, authenticate, deadline_s, make_targets
 from gateway.api.errors import ApiError, render_error
@@ -105,9 +105,13 @@ async def route_and_execute(
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
     ctx.routing = routing
+    session = plan.session_key(ctx, request, body)
     last_error: ApiError | None = None
     for model in plan.model_chain(ctx.snapshot, routing, rng):
         decision = plan.decide_model(ctx, routing, model, rng)
+        decision, affinity = plan.keep_session_pin(routing, decision, model, session)
+        if affinity is not None:
+            metrics.SESSION_AFFINITY.labels(affinity).inc()
         ctx.decision = decision
         ctx.decisions.append(plan.decision_json(decision, model, seed))
         if not decision.ordered:
@@ -126,6 +130,7 @@ async def route_and_execute(
         )
         ctx.attempts.extend(outcome.attempts)
         if outcome.failure is None:
+            plan.pin_session(session, routing, model, outcome.attempts[-1].endpoint)
             return outcome
         last_error = upstream_failure(outcome)
         if not outcome.failure.retryable:
@@ -220,9 +225,11 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     routing = plan.resolve_request(ctx, request, body, "chat")
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
+    session = plan.session_key(ctx, request, body)
     decisions = []
     for model in plan.model_chain(ctx.snapshot, routing, rng):
         decision = plan.decide_model(ctx, routing, model, rng)
+        decision, _affinity = plan.keep_session_pin(routing, decision, model, session)
         decisions.append(plan.decision_json(decision, model, seed))
     attempt_order = [eid for d in decisions for eid in d["ordered"]]
     return json_response({

@@ -18,11 +18,13 @@ from gateway.api.context import CallContext
 from gateway.api.errors import ApiError, invalid
 from gateway.snapshot import Snapshot
 from routing.adaptive import p2c_order, shaped_weights
+from routing.affinity import keep_session
 from routing.autorouter import first_model_only, narrow_for_auto
 from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
 from routing.scoring import blended_price
-from routing.types import Decision, RoutingRequest
+from routing.sessions import detect_session
+from routing.types import Decision, LiveState, RoutingRequest
 from routing.virtual import order_targets
 
 MAX_VIRTUAL_DEPTH = 4  # virtual models may nest; deeper chains are configuration mistakes
@@ -223,3 +225,44 @@ def request_json(request: RoutingRequest) -> dict[str, Any]:
             "regions": sorted(prefs.regions),
         },
     }
+
+
+def session_key(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) -> str:
+    """The request's session (R-EXE-7 detection order), scoped to workspace and key."""
+    key, _source = detect_session(
+        request.headers,
+        body,
+        workspace_id=ctx.workspace.id,
+        api_key_id=ctx.key.pk,
+        model=ctx.requested_model,
+    )
+    return key
+
+
+def _affinity_on(routing: RoutingRequest) -> bool:
+    """Installation switch (SWITCHYARD_SESSION_AFFINITY) and per-request opt-out."""
+    return runtime.gateway_settings().session_affinity and routing.session_affinity
+
+
+def _pin_key(session: str, model: str | None) -> str:
+    return f"{session}|{model or 'auto'}"
+
+
+def keep_session_pin(
+    routing: RoutingRequest, decision: Decision, model: str | None, session: str | None
+) -> tuple[Decision, str | None]:
+    """Apply the session's endpoint pin to a decision (reads the pin, writes nothing)."""
+    if session is None or not _affinity_on(routing):
+        return decision, None
+    now = time.time()
+    pinned = runtime.session_pins().get(_pin_key(session, model), now)
+    live = LiveState(cooling=runtime.cooldowns().cooling(now))
+    return keep_session(decision, pinned, live)
+
+
+def pin_session(
+    session: str | None, routing: RoutingRequest, model: str | None, endpoint: str
+) -> None:
+    """After a success: the session stays on the endpoint that served it."""
+    if session is not None and _affinity_on(routing):
+        runtime.session_pins().pin(_pin_key(session, model), endpoint, time.time())

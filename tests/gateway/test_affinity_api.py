@@ -1,0 +1,59 @@
+"""Session keeping through a live gateway (SPEC R-EXE-7): a gateway of its own with
+affinity and short cooldowns on, so the shared one keeps both off."""
+
+from __future__ import annotations
+
+import time
+
+import openai
+import orjson
+import pytest
+
+from gateway.processes import running_gateway
+
+pytestmark = pytest.mark.live
+
+LLAMA = "meta/llama-3.3-70b"
+
+
+def _served(client: openai.OpenAI, session: str, **extra) -> list[tuple[str, str]]:
+    raw = client.chat.completions.with_raw_response.create(
+        model=LLAMA,
+        messages=[{"role": "user", "content": "hi"}],
+        extra_body={"session_id": session, **extra},
+    )
+    return [
+        (a["provider"], a["status"]) for a in orjson.loads(raw.headers["x-switchyard-attempts"])
+    ]
+
+
+@pytest.fixture
+def sticky_client(fresh_live):
+    env = {**fresh_live.env, "SWITCHYARD_SESSION_AFFINITY": "true",
+           "SWITCHYARD_COOLDOWN_BASE_S": "1", "SWITCHYARD_COOLDOWN_MAX_S": "1"}  # fmt: skip
+    with running_gateway(env) as gateway:
+        yield openai.OpenAI(
+            base_url=gateway.base_url, api_key=fresh_live.keys["acme"], max_retries=0
+        )
+
+
+def test_r_exe_7_a_session_stays_on_its_target_and_moves_only_on_cooldown(
+    sticky_client, fresh_live
+):
+    # given a session that was served by the dearer endpoint
+    assert _served(sticky_client, "s-1", provider={"only": ["pricey"]}) == [("pricey", "ok")]
+    # when it asks again, with the cheaper endpoint first in the price order
+    assert _served(sticky_client, "s-1") == [("pricey", "ok")]  # kept (honored)
+    assert _served(sticky_client, "s-2") == [("cheap", "ok")]  # another session is not
+    # then only a cooldown of its target releases the pin, and it re-pins to the choice
+    fresh_live.fakes["pricey"].set_faults(["status:429"])
+    assert _served(sticky_client, "s-1") == [("pricey", "error"), ("cheap", "ok")]
+    assert _served(sticky_client, "s-1") == [("cheap", "ok")]
+    time.sleep(1.1)  # pricey's cooldown is over, but the session now lives on cheap
+    assert _served(sticky_client, "s-1") == [("cheap", "ok")]
+
+
+def test_r_exe_7_the_request_can_opt_out(sticky_client):
+    assert _served(sticky_client, "s-3", provider={"only": ["pricey"]}) == [("pricey", "ok")]
+    no_affinity = {"routing": {"session_affinity": False}}
+    assert _served(sticky_client, "s-3", **no_affinity) == [("cheap", "ok")]
