@@ -16,12 +16,6 @@ from gateway.api.plan import request_json
 from gateway.execute import Target
 from routing.live import Observation, failure_kind
 
-CLASS_IN_WORDS = {
-    "eu-owned": "an EU-owned, EU-hosted endpoint",
-    "eu-hosted": "an EU-hosted endpoint",
-    "any": "an endpoint without EU residency guarantees",
-}
-
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
     """USD × 1e6. Price is USD per 1M tokens, so tokens × price is micro-dollars."""
@@ -112,6 +106,18 @@ def finish(
         }
     )
     _observe_live(ctx, usage, stream_broke)
+    _count(ctx, status, target, usage, ttfb_ms)
+
+
+def _count(
+    ctx: CallContext,
+    status: int,
+    target: Target | None,
+    usage: dict[str, Any] | None,
+    ttfb_ms: int | None,
+) -> None:
+    """Prometheus counters and histograms of one finished request."""
+    ep = target.endpoint if target else None
     for decision in ctx.decisions:
         if decision["ordered"]:
             metrics.SELECTIONS.labels(decision["ordered"][0], decision["mode"]).inc()
