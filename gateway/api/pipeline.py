@@ -105,7 +105,7 @@ async def route_and_execute(
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
     ctx.routing = routing
-    session = plan.session_key(ctx, request, body)
+    session = plan.session_key(ctx, request, body, routing)
     last_error: ApiError | None = None
     for model in plan.model_chain(ctx.snapshot, routing, rng):
         decision = plan.decide_model(ctx, routing, model, rng)
@@ -225,7 +225,7 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     routing = plan.resolve_request(ctx, request, body, "chat")
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
-    session = plan.session_key(ctx, request, body)
+    session = plan.session_key(ctx, request, body, routing)
     decisions = []
     for model in plan.model_chain(ctx.snapshot, routing, rng):
         decision = plan.decide_model(ctx, routing, model, rng)

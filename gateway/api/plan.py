@@ -227,8 +227,13 @@ def request_json(request: RoutingRequest) -> dict[str, Any]:
     }
 
 
-def session_key(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) -> str:
-    """The request's session (R-EXE-7 detection order), scoped to workspace and key."""
+def session_key(
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any], routing: RoutingRequest
+) -> str | None:
+    """The request's session (R-EXE-7 detection order), scoped to workspace and key; None
+    when session keeping is off for it (no hashing of messages that nothing will use)."""
+    if not _affinity_on(routing):
+        return None
     key, _source = detect_session(
         request.headers,
         body,
