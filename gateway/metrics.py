@@ -3,7 +3,7 @@ process and database metrics). Labels are bounded: catalog slugs and status code
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 REQUESTS = Counter(
     "switchyard_requests_total",
@@ -68,4 +68,19 @@ TIER_SCORE = Histogram(
     "Classifier scores of tiered requests, for tuning the threshold (docs/smart-routing.md).",
     ["alias"],
     buckets=tuple(range(0, 23)),
+)
+
+# Gauges: with several workers (PROMETHEUS_MULTIPROC_DIR) in-flight counts add up across
+# workers and the latency estimate shows the highest worker's (each worker learns alone).
+IN_FLIGHT = Gauge(
+    "switchyard_upstream_in_flight",
+    "Upstream attempts in flight per model (the adaptive strategy's load, SPEC R-OBS-3).",
+    ["model"],
+    multiprocess_mode="livesum",
+)
+LATENCY_ESTIMATE = Gauge(
+    "switchyard_latency_estimate_ms",
+    "Peak-EWMA latency estimate per model (SPEC R-EXE-5, R-OBS-3).",
+    ["model"],
+    multiprocess_mode="max",
 )

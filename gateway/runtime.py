@@ -9,6 +9,7 @@ import httpx
 from django.conf import settings
 
 from audit.record import TraceWriter
+from gateway import metrics
 from gateway.config import GatewaySettings
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
@@ -82,9 +83,15 @@ class AdaptiveObserver:
 
     def started(self, endpoint: EndpointInfo) -> None:
         _adaptive.started(endpoint.model)
+        metrics.IN_FLIGHT.labels(endpoint.model).inc()
 
     def finished(self, endpoint: EndpointInfo, latency_ms: float | None) -> None:
         _adaptive.finished(endpoint.model, latency_ms, time.time())
+        metrics.IN_FLIGHT.labels(endpoint.model).dec()
+        if endpoint.model in _adaptive.ewma:
+            metrics.LATENCY_ESTIMATE.labels(endpoint.model).set(
+                _adaptive.ewma[endpoint.model].estimate_ms
+            )
 
 
 def tier_pins() -> InProcessTierPins:

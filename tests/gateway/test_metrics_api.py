@@ -36,6 +36,9 @@ def test_metrics_count_requests_across_two_workers(fresh_live):
     assert [_requests_total(text, "cheap") for text in scrapes] == [20] * 6
     assert "switchyard_upstream_latency_seconds_bucket" in scrapes[0]
     assert 'switchyard_selections_total{endpoint="cheap-llama",mode="price"} 20.0' in scrapes[0]
+    # every attempt has ended: nothing is left in flight, and the estimate is known
+    assert 'switchyard_upstream_in_flight{model="meta/llama-3.3-70b"} 0.0' in scrapes[0]
+    assert 'switchyard_latency_estimate_ms{model="meta/llama-3.3-70b"}' in scrapes[0]
 
 
 def test_healthz_reports_its_checks(fresh_live):
