@@ -20,9 +20,10 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS says is free now (it can be taken before the caller binds it)."""
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 

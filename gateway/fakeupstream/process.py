@@ -12,7 +12,6 @@ a mapping becomes `503=0.1,429=0.05`, a list becomes comma-separated.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+
+from gateway.processes import free_port
 
 # The directory holding the `gateway` package, so the child imports this same code.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -141,12 +142,6 @@ def flag_args(flags: Mapping[str, Any]) -> list[str]:
             value = ",".join(str(item) for item in value)
         args += [f"--{key.replace('_', '-')}", str(value)]
     return args
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 def _child_env() -> dict[str, str]:
