@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 DECAY_S = 10.0  # τ of the peak-EWMA
 UNMEASURED_MS = 100.0  # estimate of a target with no sample yet
 MIN_WEIGHT_FRACTION = 0.05  # GM default
+WARM_CACHE_WEIGHT = 8.0  # GM default: the target that last served the session weighs ×8 …
+WARM_CACHE_TTL_S = 600.0  # … for 10 minutes (R-EXE-6)
 
 
 @dataclass(slots=True)
@@ -73,8 +75,12 @@ def shaped_weights(
     error_rate: Mapping[str, float],
     cooling: frozenset[str],
     min_weight_fraction: float = MIN_WEIGHT_FRACTION,
+    warm: str | None = None,
+    warm_weight: float = WARM_CACHE_WEIGHT,
 ) -> list[float]:
-    """Weights as the objective shapes them, with the floor for targets not cooling."""
+    """Weights as the objective shapes them, with the floor for targets not cooling.
+    `warm`: the target that last served the request's session (R-EXE-6); its weight is
+    multiplied by `warm_weight` unless it is cooling (a target in cooldown loses it)."""
     weights = []
     for slug, weight in targets:
         health = 1.0 - error_rate.get(slug, 0.0)
@@ -82,6 +88,8 @@ def shaped_weights(
         if objective in ("balanced", "cost"):
             inverse_square = 1.0 / (price.get(slug, 0.0) + 1.0) ** 2
             shaped *= inverse_square * (inverse_square if objective == "cost" else 1.0)
+        if slug == warm and slug not in cooling:
+            shaped *= warm_weight
         weights.append(shaped)
     floor = max(weights, default=0.0) * min_weight_fraction
     return [
@@ -119,3 +127,30 @@ def _draw(pool: Sequence[int], weights: Sequence[float], rng: random.Random) -> 
         if point < 0:
             return index
     return pool[-1]
+
+
+def adaptive_order(
+    targets: Sequence[tuple[str, float]],
+    *,
+    state: AdaptiveState,
+    price: Mapping[str, float],
+    error_rate: Mapping[str, float],
+    cooling: frozenset[str],
+    rng: random.Random,
+    objective: str = "balanced",
+    min_weight_fraction: float = MIN_WEIGHT_FRACTION,
+    warm: str | None = None,
+) -> tuple[str, ...]:
+    """R-EXE-5 end to end: shape the weights, then P2C on the targets' current loads.
+    The gateway (gateway/api/plan.py) and the simulator (routing/sim) both call this."""
+    weights = shaped_weights(
+        targets,
+        objective=objective,
+        price=price,
+        error_rate=error_rate,
+        cooling=cooling,
+        min_weight_fraction=min_weight_fraction,
+        warm=warm,
+    )
+    slugs = [slug for slug, _weight in targets]
+    return p2c_order(slugs, weights, {s: state.load(s) for s in slugs}, rng)

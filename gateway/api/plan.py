@@ -17,7 +17,7 @@ from gateway import runtime
 from gateway.api.context import CallContext
 from gateway.api.errors import ApiError, invalid
 from gateway.snapshot import Snapshot
-from routing.adaptive import p2c_order, shaped_weights
+from routing.adaptive import adaptive_order
 from routing.affinity import keep_session
 from routing.autorouter import first_model_only, narrow_for_auto
 from routing.decide import decide
@@ -110,11 +110,8 @@ def _adaptive_order(
         error_rate[slug] = sum(rates) / len(rates) if rates else 0.0
         if endpoints and all(e.id in cooling_endpoints for e in endpoints):
             cooling.add(slug)
-    weights = shaped_weights(targets, objective="balanced", price=cheapest,
-                             error_rate=error_rate, cooling=frozenset(cooling))  # fmt: skip
-    state = runtime.adaptive()
-    slugs = [slug for slug, _weight in targets]
-    return p2c_order(slugs, weights, {s: state.load(s) for s in slugs}, rng)
+    return adaptive_order(targets, state=runtime.adaptive(), price=cheapest,
+                          error_rate=error_rate, cooling=frozenset(cooling), rng=rng)  # fmt: skip
 
 
 def model_chain(snap: Snapshot, request: RoutingRequest, rng: random.Random) -> list[str | None]:
