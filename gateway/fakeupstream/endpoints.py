@@ -18,6 +18,7 @@ from gateway.fakeupstream.delivery import (
     send_json,
     send_stream,
 )
+from gateway.fakeupstream.faults import FaultKind
 from gateway.fakeupstream.replies import (
     TOOL_ARGUMENTS_JSON,
     Reply,
@@ -27,6 +28,7 @@ from gateway.fakeupstream.replies import (
     reply_tokens,
     requested_tokens,
 )
+from gateway.fakeupstream.structured import instance_json, json_tokens, requested_schema
 
 
 async def chat_completions(ex: Exchange) -> None:
@@ -117,6 +119,10 @@ def _build_reply(ex: Exchange, first_message: Any, id_prefix: str, call_prefix: 
         tool_call = ToolCall(state.next_id(call_prefix), tool_name, TOOL_ARGUMENTS_JSON)
     reply_length = requested_tokens(body, settings.reply_tokens)
     tokens = () if tool_call else reply_tokens(settings.name, reply_length)
+    schema = requested_schema(body)
+    ignore_format = ex.fault is not None and ex.fault.kind is FaultKind.IGNORE_FORMAT
+    if tool_call is None and schema is not None and not ignore_format:
+        tokens = json_tokens(instance_json(schema))
     return Reply(
         id=state.next_id(id_prefix),
         model=body["model"],

@@ -23,6 +23,7 @@ class FaultKind(StrEnum):
     MALFORMED = "malformed"  # HTTP 200 with a body (or SSE line) that does not parse
     LATENCY = "latency"  # wait this many ms before the response head, then answer normally
     ERROR_EVENT = "error_event"  # HTTP 200, then an in-band error before any content
+    IGNORE_FORMAT = "ignore_format"  # answer prose even when a JSON schema was asked for
 
 
 # Kinds whose argument is required, and the smallest value it may take.

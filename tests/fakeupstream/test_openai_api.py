@@ -222,3 +222,39 @@ def test_requests_on_one_keep_alive_connection_are_answered_in_order(fake):
         ]
     # then
     assert lengths == [1, 2, 3]
+
+
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "verdict",
+        "schema": {
+            "type": "object",
+            "properties": {
+                "label": {"type": "string", "enum": ["yes", "no"]},
+                "score": {"type": "number", "minimum": 0, "maximum": 1},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["label", "score", "tags"],
+        },
+    },
+}
+
+
+def test_a_json_schema_response_format_gets_a_conforming_document(client):
+    body = {**chat_body("classify this"), "response_format": SCHEMA_FORMAT}
+    reply = client.post("/v1/chat/completions", json=body, headers=OPENAI_AUTH).json()
+    content = reply["choices"][0]["message"]["content"]
+    assert orjson.loads(content) == {"label": "yes", "score": 0.5, "tags": ["fake"]}
+    # streamed, the pieces join back into the same document
+    stream = client.post("/v1/chat/completions", json={**body, "stream": True}, headers=OPENAI_AUTH)
+    chunks = [orjson.loads(data) for _name, data in sse_events(stream) if data != "[DONE]"]
+    pieces = [c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]]
+    assert "".join(pieces) == content
+
+
+def test_the_ignore_format_fault_answers_prose_despite_the_schema(client):
+    body = {**chat_body("classify this"), "response_format": SCHEMA_FORMAT}
+    headers = {**OPENAI_AUTH, "X-Fake-Fault": "ignore_format"}
+    reply = client.post("/v1/chat/completions", json=body, headers=headers).json()
+    assert reply["choices"][0]["message"]["content"] == TWENTY_TOKENS
