@@ -21,6 +21,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from gateway.models import ConfigVersion
 from routing.autorouter import AutoSettings, auto_settings
+from routing.benchmarks import catalog_scores
 from routing.models import Endpoint, Model, Provider, VirtualModel
 from routing.resolve import CatalogNames
 from routing.tiers import TierConfig, tier_config
@@ -235,6 +236,7 @@ def load_snapshot() -> Snapshot:
                 strong_languages=frozenset(row.model.strong_languages),
                 task_tags=frozenset(row.model.task_tags),
                 documentation_completeness=row.model.documentation_completeness,
+                benchmarks=catalog_scores(row.model.benchmarks),
             )
         )
         base_urls[row.id] = (row.base_url or row.provider.base_url).rstrip("/")

@@ -2,11 +2,14 @@
 
 score = 5 × task fit + 3 × language fit + 1 × documentation completeness
         + sovereignty bonus (eu-owned 2, eu-hosted 1, any 0)
+        + 3 × benchmark fit − 10 × capability gap                      (R-AUTO-3)
         − 2 × price − 2 × latency − 3 × error rate,
 price (blended, routing/scoring.py) and p50 latency (unknown 500 ms) min–max normalised over
-the survivors (all equal → 0), error rate as recorded (unknown 0). The workspace objective
+the survivors (all equal → 0), error rate as recorded (unknown 0). Benchmark fit and the
+capability gap come from routing/benchmarks.py; a model without benchmarks is scored at the
+mean fit of the survivors that have some (neutral) and has no gap. The workspace objective
 re-weights it (D-2): `cost` doubles the price weight, `latency` the latency weight, `quality`
-the task and language weights. The order is by score, then lower price, lower latency,
+the task, language and benchmark weights. The order is by score, then lower price, lower latency,
 endpoint id, so the same request routes the same way twice. Pure and deterministic.
 
 Fit tables (ours; each value in 0..1):
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from routing.benchmarks import benchmark_fit, capability_gap
 from routing.scoring import NO_STATS, blended_price, factor_column, latency_ms, make_scored
 from routing.types import EndpointInfo, LiveState, RoutingRequest, Scored
 
@@ -34,6 +38,8 @@ BASE_WEIGHTS = {
     "language_fit": 3.0,
     "documentation": 1.0,
     "sovereignty": 2.0,
+    "benchmark_fit": 3.0,
+    "capability_gap": -10.0,
     "price": -2.0,
     "latency": -2.0,
     "error_rate": -3.0,
@@ -41,7 +47,7 @@ BASE_WEIGHTS = {
 _DOUBLED = {
     "cost": ("price",),
     "latency": ("latency",),
-    "quality": ("task_fit", "language_fit"),
+    "quality": ("task_fit", "language_fit", "benchmark_fit"),
     "balanced": (),
 }
 
@@ -138,11 +144,14 @@ def score_auto(
     latencies = [latency_ms(s) for s in stats]
     documentation = [min(1.0, max(0.0, e.documentation_completeness)) for e in survivors]
     bonus = SOVEREIGNTY_BONUS.get
+    fits = benchmark_fits(survivors, request.task)
     inputs: tuple[tuple[str, list[float | None], Normalise], ...] = (
         ("task_fit", task_fits(survivors, request.task), _as_is),  # type: ignore[arg-type]
         ("language_fit", [language_fit(e, request) for e in survivors], _as_is),
         ("documentation", documentation, _as_is),  # type: ignore[arg-type]
         ("sovereignty", [bonus(e.sovereignty_class, 0.0) for e in survivors], _as_is),
+        ("benchmark_fit", fits, _unknown_as_mean),
+        ("capability_gap", [capability_gap(f, request.complexity) for f in fits], _as_is),
         ("price", prices, _min_max),  # type: ignore[arg-type]
         ("latency", latencies, _min_max),  # type: ignore[arg-type]
         ("error_rate", [s.error_rate for s in stats], _unknown_as_zero),
@@ -171,6 +180,20 @@ def score_auto(
 def _as_is(values: list[float | None]) -> list[float]:
     """A fit, documentation or sovereignty value is already in 0..1."""
     return values  # type: ignore[return-value]
+
+
+def benchmark_fits(endpoints: Sequence[EndpointInfo], task: str) -> list[float | None]:
+    """Each endpoint's benchmark fit for the task, worked once per model."""
+    by_model = {e.model: e.benchmarks for e in endpoints}
+    fit = {model: benchmark_fit(scores, task) for model, scores in by_model.items()}
+    return [fit[e.model] for e in endpoints]
+
+
+def _unknown_as_mean(fits: list[float | None]) -> list[float]:
+    """An unknown benchmark fit is the mean of the known ones: neutral (R-AUTO-3)."""
+    known = [f for f in fits if f is not None]
+    mean = sum(known) / len(known) if known else 0.0
+    return [mean if f is None else f for f in fits]
 
 
 def _unknown_as_zero(error_rates: list[float | None]) -> list[float]:

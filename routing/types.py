@@ -75,6 +75,9 @@ class EndpointInfo:
     strong_languages: frozenset[str] = frozenset()
     task_tags: frozenset[str] = frozenset()
     documentation_completeness: float = 0.0  # 0..1
+    # Catalog benchmark scores (id, 0..1), provider-reported ones already left out
+    # (routing/benchmarks.py `catalog_scores`); sorted by id.
+    benchmarks: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,7 @@ class RoutingRequest:
     has_tools: bool = False
     input_tokens: int = 0  # estimated, no tokenizer download
     output_tokens: int = 0  # requested (max_tokens / max_completion_tokens), 0 = unknown
+    complexity: float | None = None  # 0..1, the auto router's classifier (R-AUTO-2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,7 +177,7 @@ def last_user_text(body: Mapping[str, Any]) -> str:
     return text
 
 
-def _asks_for_structure(body: Mapping[str, Any]) -> bool:
+def asks_for_structure(body: Mapping[str, Any]) -> bool:
     response_format = body.get("response_format")
     text = body.get("text")  # Responses API: text.format
     if isinstance(text, Mapping):
@@ -198,7 +198,7 @@ def classify(body: Mapping[str, Any]) -> str:
     """
     if has_tools(body):
         return "tool_use"
-    if _asks_for_structure(body):
+    if asks_for_structure(body):
         return "structured_output"
     text = last_user_text(body)
     if _CODE_SHAPES.search(text) or _CODE_WORDS.search(text):
@@ -211,3 +211,24 @@ def classify(body: Mapping[str, Any]) -> str:
         if pattern.search(text):
             return task
     return "general"
+
+
+def matching_workloads(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every workload whose rule matches, in `classify`'s order of precedence (its first
+    entry is what `classify` returns; empty means general). For the auto router's mix."""
+    found = []
+    if has_tools(body):
+        found.append("tool_use")
+    if asks_for_structure(body):
+        found.append("structured_output")
+    text = last_user_text(body)
+    if _CODE_SHAPES.search(text) or _CODE_WORDS.search(text):
+        found.append("code")
+    for task, pattern in (
+        ("translation", _TRANSLATION),
+        ("summarisation", _SUMMARISATION),
+        ("reasoning", _REASONING),
+    ):
+        if pattern.search(text):
+            found.append(task)
+    return tuple(found)

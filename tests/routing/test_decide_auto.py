@@ -148,15 +148,17 @@ def test_r_dec_5_every_factor_of_the_score():
         Factor("language_fit", 0.5, 0.5, 3.0, 1.5),
         Factor("documentation", 0.0, 0.0, 1.0, 0.0),
         Factor("sovereignty", 0.0, 0.0, 2.0, 0.0),
+        Factor("benchmark_fit", None, 0.0, 3.0, 0.0),  # no benchmarks anywhere: neutral
+        Factor("capability_gap", 0.0, 0.0, -10.0, -0.0),
         Factor("price", 3.0, 1.0, -2.0, -2.0),
         Factor("latency", 500.0, 1.0, -2.0, -2.0),
         Factor("error_rate", 0.1, 0.1, -3.0, -0.30000000000000004),
     )
-    assert decision.scored[0].factors[2:5] == (
+    assert decision.scored[0].factors[2:4] == (
         Factor("documentation", 0.8, 0.8, 1.0, 0.8),
         Factor("sovereignty", 1.0, 1.0, 2.0, 2.0),
-        Factor("price", 1.0, 0.0, -2.0, -0.0),
     )
+    assert decision.scored[0].factors[6] == Factor("price", 1.0, 0.0, -2.0, -0.0)
     assert [s.score for s in decision.scored] == [pytest.approx(6.8), pytest.approx(-0.3)]
 
 
@@ -212,9 +214,12 @@ def test_r_dec_5_same_request_twice_routes_the_same_way():
 
 @pytest.mark.parametrize(
     ("objective", "winner", "doubled"),
-    [("balanced", "cheap", {}), ("quality", "coder", {"task_fit": 10.0, "language_fit": 6.0})],
+    [
+        ("balanced", "cheap", {}),
+        ("quality", "coder", {"task_fit": 10.0, "language_fit": 6.0, "benchmark_fit": 6.0}),
+    ],
 )
-def test_d_2_quality_doubles_task_and_language_weights(objective, winner, doubled):
+def test_d_2_quality_doubles_task_language_and_benchmark_weights(objective, winner, doubled):
     # given a code-specialised model at the highest price and a code-tagged cheap one
     coder = _model("acme/coder", price_input=4.0, price_output=4.0)
     cheap = _model("acme/cheap", task_tags=["code"], price_input=0.0, price_output=0.0)
@@ -228,6 +233,8 @@ def test_d_2_quality_doubles_task_and_language_weights(objective, winner, double
         "language_fit": 3.0,
         "documentation": 1.0,
         "sovereignty": 2.0,
+        "benchmark_fit": 3.0,
+        "capability_gap": -10.0,
         "price": -2.0,
         "latency": -2.0,
         "error_rate": -3.0,

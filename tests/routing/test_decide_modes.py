@@ -15,11 +15,11 @@ from routing.scoring import blended_price, inverse_square_price
 from routing.types import Factor, Mode
 from tests.routing.builders import ids, make_endpoint, make_live, make_request, route
 
-PURE_MODULES = ("decide", "filters", "policy", "scoring", "fit", "virtual", "types")
+PURE_MODULES = ("decide", "filters", "policy", "scoring", "fit", "benchmarks", "virtual", "types")
 # What the pure modules may import: no django, time, datetime, os, io, sockets or httpx.
 PURE_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "enum", "math",
-                "random", "statistics", "typing", "routing.filters", "routing.fit",
-                "routing.policy", "routing.scoring", "routing.types"}  # fmt: skip
+                "random", "statistics", "typing", "routing.benchmarks", "routing.filters",
+                "routing.fit", "routing.policy", "routing.scoring", "routing.types"}  # fmt: skip
 
 
 def _priced(endpoint_id: str, price: float, **fields):
