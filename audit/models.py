@@ -31,6 +31,10 @@ class RequestTrace(models.Model):
     cost_micros = models.BigIntegerField(default=0)  # USD × 1e6
     latency_ms = models.PositiveIntegerField(default=0)
     ttfb_ms = models.PositiveIntegerField(null=True, blank=True)
+    # Why the gateway made this call: "" for a client's request, "auto_routing_classifier"
+    # for the auto router's child request (R-AUTO-2), whose parent is the client's trace.
+    purpose = models.CharField(max_length=40, blank=True, default="")
+    parent_id = models.UUIDField(null=True, blank=True, db_index=True)
 
     class Meta:
         indexes = [models.Index(fields=["workspace", "-created_at"])]

@@ -148,13 +148,25 @@ def _models(root: Fields, vocabulary: Vocabulary) -> tuple[ModelSpec, ...]:
     return tuple(specs)
 
 
-def _benchmarks(fields: Fields) -> dict[str, float]:
-    scores = {}
+def _benchmarks(fields: Fields) -> dict[str, Any]:
+    """`{id: score}` or `{id: {score, source}}`; a score is 0..1 or a percentage. A score
+    with `source: provider` is kept in the catalog but never ranks (R-AUTO-3)."""
+    scores: dict[str, Any] = {}
     for path, name, value in fields.entries("benchmarks"):
-        if is_number(value):
-            scores[name] = value
-        else:
-            fields.issues.add(path, "must be a number")
+        score, source = value, None
+        if isinstance(value, Mapping):
+            score, source = value.get("score"), value.get("source")
+            extra = set(value) - {"score", "source"}
+            if extra:
+                fields.issues.add(path, f"unknown key {sorted(extra)[0]!r} (score, source)")
+                continue
+            if source is not None and not isinstance(source, str):
+                fields.issues.add(f"{path}.source", "must be a string")
+                continue
+        if not is_number(score) or not 0 <= score <= 100:
+            fields.issues.add(path, "must be a score from 0 to 1 (or a percentage)")
+            continue
+        scores[name] = score if source is None else {"score": score, "source": source}
     return scores
 
 

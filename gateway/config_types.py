@@ -61,7 +61,7 @@ class ModelSpec:
     task_tags: tuple[str, ...]
     documentation_completeness: float
     version: str
-    benchmarks: Mapping[str, float]
+    benchmarks: Mapping[str, Any]  # id → score, or {score, source}
 
 
 @dataclass(frozen=True, slots=True)

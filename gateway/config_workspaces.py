@@ -44,7 +44,9 @@ POLICY_KEYS = (
 )  # fmt: skip
 CREDENTIAL_KEYS = ("provider", "api_key", "api_key_env", "models", "managed_fallback")
 SMART_ROUTING_KEYS = ("threshold", "session_ttl_s", "effort_keywords", "aliases")
-AUTO_ROUTER_KEYS = ("objective", "spend_profile", "allowed_models", "fallback")
+AUTO_ROUTER_KEYS = ("objective", "spend_profile", "allowed_models", "fallback", "classifier")
+CLASSIFIER_KEYS = ("model", "timeout_ms")
+CLASSIFIER_TIMEOUT_MAX_MS = 30_000  # the classifier delays the request it classifies
 PRESET_KEYS = (
     "slug", "allowed_models", "provider_allow", "provider_ignore", "default_prompt",
     "default_params",
@@ -74,7 +76,7 @@ def parse_workspaces(
                 smart_routing=_smart_routing(
                     fields.child("smart_routing", SMART_ROUTING_KEYS), known
                 ),
-                auto_router=_auto_router(fields.child("auto_router", AUTO_ROUTER_KEYS)),
+                auto_router=_auto_router(fields.child("auto_router", AUTO_ROUTER_KEYS), known),
                 presets=_presets(fields),
             )
         )
@@ -180,8 +182,9 @@ def _smart_routing(fields: Fields | None, known: Known) -> dict[str, Any] | None
     return settings
 
 
-def _auto_router(fields: Fields | None) -> dict[str, Any] | None:
-    """SPEC §6: objective, spend profile (a name or custom caps), model patterns, fallback."""
+def _auto_router(fields: Fields | None, known: Known) -> dict[str, Any] | None:
+    """SPEC §6: objective, spend profile (a name or custom caps), model patterns, fallback,
+    and the optional LLM classifier (a catalog model and a strict timeout, R-AUTO-2)."""
     if fields is None:
         return None
     settings: dict[str, Any] = {}
@@ -201,6 +204,14 @@ def _auto_router(fields: Fields | None) -> dict[str, Any] | None:
         settings["allowed_models"] = list(fields.texts("allowed_models"))
     if fields.has("fallback"):
         settings["fallback"] = fields.flag("fallback", default=True)
+    classifier = fields.child("classifier", CLASSIFIER_KEYS)
+    if classifier is not None:
+        model = classifier.text("model")
+        known.check(classifier, "model", model, "model")
+        timeout_ms = classifier.integer(
+            "timeout_ms", default=1500, maximum=CLASSIFIER_TIMEOUT_MAX_MS
+        )
+        settings["classifier"] = {"model": model, "timeout_ms": timeout_ms}
     return settings
 
 

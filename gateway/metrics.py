@@ -42,6 +42,12 @@ SESSION_AFFINITY = Counter(
     "Requests of a pinned session: the pin honored or released (SPEC R-EXE-7).",
     ["outcome"],
 )
+AUTO_CLASSIFIER = Counter(
+    "switchyard_auto_classifier_total",
+    "Auto-router LLM classifier calls by outcome: ok, or why the local verdict was used "
+    "(SPEC R-AUTO-2).",
+    ["outcome"],
+)
 COOLDOWNS = Counter(
     "switchyard_cooldowns_started_total",
     "Cooldowns started, by provider, endpoint and reason (SPEC R-EXE-3, R-OBS-3).",

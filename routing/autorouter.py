@@ -1,5 +1,6 @@
 """The auto router's workspace settings (SPEC R-AUTO-1): objective, spend profile, allowed
-model patterns and whether to fall back to the next-ranked models. A request cannot change
+model patterns, whether to fall back to the next-ranked models, and the optional LLM
+classifier (R-AUTO-2). A request cannot change
 them. They narrow the workspace policy before `decide` runs, so an excluded model shows up
 in the decision with an ordinary filter reason (`price_above_cap`, `model_not_allowed`).
 Pure."""
@@ -30,6 +31,8 @@ class AutoSettings:
     max_output: float | None = None
     patterns: tuple[str, ...] = ()  # `anthropic/*`, `openai/gpt-5.*`, exact ids; empty = all
     fallback: bool = True  # try the next-ranked models after a retryable failure
+    classifier_model: str | None = None  # the LLM classifier's model (R-AUTO-2); None = local
+    classifier_timeout_s: float = 1.5
 
 
 def auto_settings(raw: Mapping[str, Any]) -> AutoSettings:
@@ -40,12 +43,16 @@ def auto_settings(raw: Mapping[str, Any]) -> AutoSettings:
     else:
         max_input, max_output = SPEND_PROFILES.get(str(profile), (None, None))
     objective = raw.get("objective", "balanced")
+    classifier = raw.get("classifier")
+    classifier = classifier if isinstance(classifier, Mapping) else {}
     return AutoSettings(
         objective=objective if objective in OBJECTIVES else "balanced",
         max_input=max_input,
         max_output=max_output,
         patterns=tuple(str(p) for p in raw.get("allowed_models") or ()),
         fallback=bool(raw.get("fallback", True)),
+        classifier_model=classifier.get("model") or None,
+        classifier_timeout_s=float(classifier.get("timeout_ms") or 1500) / 1000.0,
     )
 
 

@@ -72,6 +72,12 @@ workspaces:
         normal: {{easy: meta/llama-3.3-70b, hard: anthropic/claude-sonnet-4, default: easy}}
   - {{slug: euonly, name: EU only, policy: {{allowed_residency: [eu-owned], max_attempts: 3}}}}
   - {{slug: other, name: Other, policy: {{max_attempts: 3}}}}
+  # auto routing with the LLM classifier on the cheap fake (R-AUTO-2)
+  - slug: autoclf
+    name: Auto classifier
+    policy: {{max_attempts: 3, routing_mode: price}}
+    auto_router:
+      classifier: {{model: meta/llama-3.3-70b, timeout_ms: 400}}
 """
 
 
@@ -155,7 +161,7 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
             manage("apply", "-f", str(config), env=env)
             keys = {
                 slug: manage("createkey", "--workspace", slug, env=env).strip()
-                for slug in ("acme", "euonly", "other")
+                for slug in ("acme", "euonly", "other", "autoclf")
             }
             log_path = log_dir / "gateway.log"
             server = os.environ.get("SWITCHYARD_TEST_SERVER", DEFAULT_SERVER)

@@ -72,6 +72,9 @@ class CallContext:
     routing: RoutingRequest | None = None
     tier: Any = None  # gateway.api.tiering.TierOutcome when a tiered alias was asked for
     attempts: list[Attempt] = field(default_factory=list)
+    purpose: str = ""  # "auto_routing_classifier" for the auto router's child request
+    parent_id: uuid.UUID | None = None  # the client's trace, for a child request
+    auto: dict[str, Any] | None = None  # the auto router's workload verdict (R-AUTO-2)
 
     @property
     def completion_ids(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 
 from gateway import metrics, runtime
 from gateway.api import bodies, plan, report
+from gateway.api.auto_classifier import classify_auto
 from gateway.api.context import CallContext, authenticate, deadline_s, make_targets
 from gateway.api.errors import ApiError, render_error
 from gateway.api.tiering import apply_tiers
@@ -113,7 +114,7 @@ async def route_and_execute(
         if affinity is not None:
             metrics.SESSION_AFFINITY.labels(affinity).inc()
         ctx.decision = decision
-        ctx.decisions.append(plan.decision_json(decision, model, seed))
+        ctx.decisions.append(plan.decision_entry(ctx, decision, routing, model, seed))
         if not decision.ordered:
             last_error = no_endpoint(decision)
             continue
@@ -149,6 +150,7 @@ async def chat_completions(
     body, ctx.tier = apply_tiers(ctx, request, body)
     routing = plan.resolve_request(ctx, request, body, "chat")
     ctx.stream = bodies.require_bool(body, "stream")
+    routing = await classify_auto(ctx, body, routing)
     outcome = await route_and_execute(ctx, request, body, routing)
     if outcome.opened is not None:
         return stream_response(ctx, outcome.opened)
@@ -222,7 +224,8 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     A tiered alias is classified as it would be, but the explanation pins nothing."""
     bodies.validate_chat(body)
     body, tier = apply_tiers(ctx, request, body, dry_run=True)
-    routing = plan.resolve_request(ctx, request, body, "chat")
+    routing = await classify_auto(ctx, body, plan.resolve_request(ctx, request, body, "chat"),
+                                  dry_run=True)  # fmt: skip
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
     session = plan.session_key(ctx, request, body, routing)
@@ -230,12 +233,13 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     for model in plan.model_chain(ctx.snapshot, routing, rng):
         decision = plan.decide_model(ctx, routing, model, rng)
         decision, _affinity = plan.keep_session_pin(routing, decision, model, session)
-        decisions.append(plan.decision_json(decision, model, seed))
+        decisions.append(plan.decision_entry(ctx, decision, routing, model, seed))
     attempt_order = [eid for d in decisions for eid in d["ordered"]]
     return json_response({
         "object": "switchyard.routing_explanation",
         "request": plan.request_json(routing),
         "tier": tier.as_json() if tier else None,
+        "auto": ctx.auto,
         "decisions": decisions,
         "attempt_order": attempt_order,
         "reason": decisions[0]["reason"] if decisions else "",

@@ -20,6 +20,7 @@ from gateway.snapshot import Snapshot
 from routing.adaptive import adaptive_order
 from routing.affinity import keep_session
 from routing.autorouter import first_model_only, narrow_for_auto
+from routing.benchmarks import relevant
 from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
 from routing.scoring import blended_price
@@ -188,6 +189,41 @@ def decision_json(decision: Decision, model: str | None, seed: int) -> dict[str,
     }
 
 
+def auto_ranking(ctx: CallContext, decision: Decision, request: RoutingRequest) -> dict[str, Any]:
+    """The auto router's model ranking (R-AUTO-3): the models in attempt order, each with
+    its best endpoint's score and the benchmark ids its fit was read from."""
+    scores = {s.endpoint_id: s.score for s in decision.scored}
+    models: dict[str, dict[str, Any]] = {}
+    for endpoint in decision.ordered:
+        if endpoint.model not in models:
+            models[endpoint.model] = {
+                "model": endpoint.model,
+                "endpoint": endpoint.id,
+                "score": scores.get(endpoint.id),
+                "benchmarks": [b for b, _s in relevant(endpoint.benchmarks, request.task)],
+            }
+    auto = ctx.workspace.auto
+    return {
+        "objective": auto.objective,
+        "spend_caps": {"input": auto.max_input, "output": auto.max_output},
+        "patterns": list(auto.patterns),
+        "fallback": auto.fallback,
+        "selected": next(iter(models), None),
+        "fallback_order": list(models)[1:] if auto.fallback else [],
+        "models": list(models.values()),
+    }
+
+
+def decision_entry(
+    ctx: CallContext, decision: Decision, request: RoutingRequest, model: str | None, seed: int
+) -> dict[str, Any]:
+    """`decision_json`, with the auto router's ranking for an auto decision."""
+    entry = decision_json(decision, model, seed)
+    if request.auto:
+        entry["auto_ranking"] = auto_ranking(ctx, decision, request)
+    return entry
+
+
 def request_json(request: RoutingRequest) -> dict[str, Any]:
     """The resolved request as stored in the trace: decision inputs, never content."""
     prefs = request.provider
@@ -208,6 +244,7 @@ def request_json(request: RoutingRequest) -> dict[str, Any]:
         "has_tools": request.has_tools,
         "input_tokens": request.input_tokens,
         "output_tokens": request.output_tokens,
+        "complexity": request.complexity,
         "provider": {
             "order": list(prefs.order),
             "allow_fallbacks": prefs.allow_fallbacks,

@@ -35,6 +35,8 @@ def decision_record(ctx: CallContext) -> dict[str, Any]:
     record: dict[str, Any] = {"request": request_json(ctx.routing), "decisions": ctx.decisions}
     if ctx.tier is not None:
         record["tier"] = ctx.tier.as_json()
+    if ctx.auto is not None:
+        record["auto"] = ctx.auto
     return record
 
 
@@ -103,6 +105,8 @@ def finish(
             "cost_micros": cost_micros(usage, target),
             "latency_ms": ctx.elapsed_ms(),
             "ttfb_ms": ttfb_ms,
+            "purpose": ctx.purpose,
+            "parent_id": ctx.parent_id,
         }
     )
     _observe_live(ctx, usage, stream_broke)

@@ -10,6 +10,7 @@ import orjson
 from django.http import HttpRequest, HttpResponseBase
 
 from gateway.api import bodies, pipeline, plan, report
+from gateway.api.auto_classifier import classify_auto
 from gateway.api.context import CallContext
 from gateway.api.errors import invalid
 from gateway.api.responses_stream import ResponsesStream, translate
@@ -126,6 +127,7 @@ async def responses(
     bodies.validate_chat(chat_body)
     chat_body, ctx.tier = apply_tiers(ctx, request, chat_body)
     routing = plan.resolve_request(ctx, request, chat_body, "chat")
+    routing = await classify_auto(ctx, chat_body, routing)
     outcome = await pipeline.route_and_execute(ctx, request, chat_body, routing)
     if outcome.opened is not None:
         shaper = ResponsesStream(

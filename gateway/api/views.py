@@ -107,6 +107,8 @@ def _trace_json(trace: RequestTrace) -> dict[str, object]:
         "cost_usd": trace.cost_micros / 1_000_000,
         "latency_ms": trace.latency_ms,
         "ttfb_ms": trace.ttfb_ms,
+        "purpose": trace.purpose,
+        "parent_id": str(trace.parent_id) if trace.parent_id else None,
     }
 
 

@@ -135,6 +135,10 @@ def test_empty_file_is_an_empty_configuration() -> None:
          ['models[0].version: must be a string (quote it: "3.3")']),
         ("completeness above 1", {"models": [MODEL | {"documentation_completeness": 1.5}]},
          ["models[0].documentation_completeness: must be ≤ 1"]),
+        ("benchmark not a score", {"models": [MODEL | {"benchmarks": {"mmlu_pro": "high"}}]},
+         ["models[0].benchmarks.mmlu_pro: must be a score from 0 to 1 (or a percentage)"]),
+        ("benchmark key", {"models": [MODEL | {"benchmarks": {"gpqa": {"score": 1, "by": "x"}}}]},
+         ["models[0].benchmarks.gpqa: unknown key 'by' (score, source)"]),
         ("bool for an integer", {"models": [MODEL | {"context_window": True}]},
          ["models[0].context_window: must be an integer"]),
         ("bad api style", {"providers": [PROVIDER | {"api_style": "grpc"}]},
@@ -316,3 +320,9 @@ def test_absent_workspace_sections_stay_none_and_present_ones_fill_defaults() ->
         3,
         None,
     )
+
+
+def test_benchmarks_keep_their_source_so_self_reported_scores_can_be_ignored() -> None:
+    raw = {"mmlu_pro": 0.69, "swe_bench": {"score": 41, "source": "provider"}}
+    config = parse_config(catalog(models=[MODEL | {"benchmarks": raw}]), vocabulary=vocabulary())
+    assert config.models[0].benchmarks == raw
