@@ -9,7 +9,9 @@ PURE_MODULES = [
     "routing.types", "routing.names", "routing.resolve", "routing.language", "routing.workload",
     "routing.filters", "routing.policy", "routing.scoring", "routing.fit", "routing.decide",
     "routing.virtual", "routing.tiers", "routing.tier_pins", "routing.sessions",
-    "routing.live", "routing.cooldowns",
+    "routing.live", "routing.cooldowns", "routing.adaptive", "routing.affinity",
+    "routing.autorouter", "routing.auto_classify", "routing.benchmarks",
+    "routing.cache_affinity",
 ]  # fmt: skip
 FORBIDDEN = ("django", "httpx", "aiohttp", "redis", "celery", "asgiref")
 
