@@ -23,7 +23,10 @@ ENDPOINTS = [
 ]
 
 
-def _decision(live: LiveState = LiveState(), policy=None):
+NO_LIVE = LiveState()
+
+
+def _decision(live: LiveState = NO_LIVE, policy=None):
     return decide(ENDPOINTS, make_request(mode=Mode.PRICE), policy or make_policy(), live,
                   random.Random(0), 0.0)  # fmt: skip
 

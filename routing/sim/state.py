@@ -1,0 +1,84 @@
+"""What one simulated gateway process keeps between requests — live metrics, cooldowns,
+adaptive load state, session pins, the round-robin counter — and how a finished request
+feeds it. The same bookkeeping runs under every strategy, as in the gateway.
+
+`record` restates gateway/api/report.py `_observe_live`, and `started`/`finished` the
+gateway's `AdaptiveObserver` (gateway/runtime.py); both sit in modules that import Django.
+Keep them in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from routing.adaptive import AdaptiveState
+from routing.affinity import SessionPins
+from routing.cooldowns import Cooldowns
+from routing.live import LiveMetrics, Observation, failure_kind
+from routing.sim.providers import OK
+from routing.types import EndpointInfo
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    endpoint: EndpointInfo
+    status: int  # HTTP status; OK for a success
+    latency_ms: float
+    started_s: float  # simulated time the attempt started
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+@dataclass(slots=True)
+class GatewayState:
+    """Gateway defaults: 30 s health window, 3 errors → unhealthy, cooldowns 30 s … 300 s."""
+
+    live: LiveMetrics = field(default_factory=LiveMetrics)
+    cooldowns: Cooldowns = field(default_factory=Cooldowns)
+    adaptive: AdaptiveState = field(default_factory=AdaptiveState)
+    pins: SessionPins = field(default_factory=SessionPins)
+    round_robin: int = 0
+
+    def started(self, endpoint: EndpointInfo) -> None:
+        """An attempt went out: in flight for the adaptive strategy (keyed by model)."""
+        self.adaptive.started(endpoint.model)
+
+    def finished(self, attempt: AttemptResult, now_s: float) -> None:
+        """An attempt ended: a latency sample for successes only, as the gateway takes."""
+        latency = attempt.latency_ms if attempt.ok else None
+        self.adaptive.finished(attempt.endpoint.model, latency, now_s)
+
+    def record(
+        self, attempts: Sequence[AttemptResult], completion_tokens: int, now_s: float
+    ) -> None:
+        """After the request: every attempt into live metrics and cooldowns (R-EXE-2..4)."""
+        for attempt in attempts:
+            endpoint = attempt.endpoint
+            seconds = attempt.latency_ms / 1000
+            self.live.observe(
+                endpoint.id,
+                endpoint.provider,
+                Observation(
+                    at=now_s,
+                    ok=attempt.ok,
+                    latency_ms=attempt.latency_ms if attempt.ok else None,
+                    tokens_per_s=completion_tokens / seconds if attempt.ok else None,
+                    kind="" if attempt.ok else failure_kind(attempt.status),
+                ),
+            )
+            if attempt.ok:
+                self.cooldowns.success(endpoint.id)
+            else:
+                self.cooldowns.failure(endpoint.id, attempt.status, now_s)
+
+    def pin(self, session: str, endpoint: EndpointInfo, now_s: float) -> None:
+        """After a success the session stays on the endpoint that served it, per model."""
+        self.pins.pin(pin_key(session, endpoint.model), endpoint.id, now_s)
+
+
+def pin_key(session: str, model: str) -> str:
+    """As gateway/api/plan.py `_pin_key`: a session's pin is per model of the chain."""
+    return f"{session}|{model}"
