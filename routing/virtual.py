@@ -56,3 +56,31 @@ def order_targets(
 def strategy_note(strategy: str) -> str | None:
     """A sentence for the trace when a strategy is not applied as named."""
     return ADAPTIVE_NOTE if strategy == "adaptive" else None
+
+
+def arrange_targets(
+    ordered: Sequence[str],
+    *,
+    cooling: frozenset[str],
+    unhealthy: frozenset[str],
+    pinned: str | None = None,
+) -> tuple[tuple[str, ...], str | None]:
+    """The strategy's order made to obey health and cooldowns, then the session's pin.
+
+    A virtual model's targets are models, each decided on its own later; a target whose
+    every endpoint is cooling would otherwise still be tried as the only survivor of its own
+    decision. So, as `decide` does for endpoints: targets in cooldown are skipped while any
+    other remains (R-EXE-3), unhealthy ones go last (R-EXE-2), and the session's pinned
+    target goes first while it is healthy and not cooling (R-EXE-7). Returns the order and
+    the pin's outcome ("honored", "released" or None)."""
+    warm = [t for t in ordered if t not in cooling]
+    kept = warm if warm else list(ordered)
+    arranged = [t for t in kept if t not in unhealthy] + [t for t in kept if t in unhealthy]
+    if pinned is None:
+        return tuple(arranged), None
+    if pinned not in arranged or pinned in cooling or pinned in unhealthy:
+        return tuple(arranged), "released"
+    if len(arranged) == 1:
+        return tuple(arranged), None
+    arranged.remove(pinned)
+    return (pinned, *arranged), "honored"

@@ -24,7 +24,7 @@ from gateway.attempts import is_retryable_status  # pure: no Django, no I/O
 from routing.sim.providers import Provider, cost_usd, respond
 from routing.sim.scenarios import SCENARIOS
 from routing.sim.state import AttemptResult, GatewayState
-from routing.sim.strategies import Catalog, Plan, Router
+from routing.sim.strategies import VIRTUAL_MODEL, VIRTUAL_STRATEGIES, Catalog, Plan, Router
 from routing.types import EndpointInfo
 
 RATE_PER_S = 10.0  # arrivals per simulated second: about 7 requests in flight at once
@@ -75,11 +75,13 @@ class _Request:
     attempts: list[AttemptResult] = field(default_factory=list)
 
 
-def workload(requests: int, rng: random.Random, rate_per_s: float) -> list[Arrival]:
+def workload(
+    requests: int, rng: random.Random, rate_per_s: float, session_share: float = SESSION_SHARE
+) -> list[Arrival]:
     arrivals, at = [], 0.0
     for _ in range(requests):
         at += rng.expovariate(rate_per_s)
-        session = f"s{rng.randrange(SESSIONS)}" if rng.random() < SESSION_SHARE else None
+        session = f"s{rng.randrange(SESSIONS)}" if rng.random() < session_share else None
         tokens_in = _tokens(rng, INPUT_TOKENS_MEDIAN)
         arrivals.append(Arrival(at, tokens_in, _tokens(rng, OUTPUT_TOKENS_MEDIAN), session))
     return arrivals
@@ -90,12 +92,15 @@ def _tokens(rng: random.Random, median: int) -> int:
 
 
 def run(
-    scenario: str, strategy: str, *, requests: int, seed: int, rate_per_s: float = RATE_PER_S
-) -> RunResult:
+    scenario: str, strategy: str, *, requests: int, seed: int, rate_per_s: float = RATE_PER_S,
+    session_share: float = SESSION_SHARE,
+) -> RunResult:  # fmt: skip
     """Simulate `requests` requests of `scenario` routed by `strategy`."""
     duration_s = requests / rate_per_s
     providers = SCENARIOS[scenario].script(duration_s, random.Random(f"{seed}/{scenario}/script"))
-    arrivals = workload(requests, random.Random(f"{seed}/{scenario}/workload"), rate_per_s)
+    arrivals = workload(
+        requests, random.Random(f"{seed}/{scenario}/workload"), rate_per_s, session_share
+    )
     loop = _Loop(providers, strategy, random.Random(f"{seed}/{scenario}/{strategy}"))
     results = loop.run(arrivals)
     return RunResult(scenario, strategy, seed, duration_s, providers, tuple(results))
@@ -159,7 +164,8 @@ class _Loop:
             provider = self.provider[served.endpoint.id]
             cost = cost_usd(provider, arrival.input_tokens, arrival.output_tokens)
             if arrival.session is not None:
-                self.state.pin(arrival.session, served.endpoint, now)
+                virtual = VIRTUAL_MODEL if self.router.strategy in VIRTUAL_STRATEGIES else None
+                self.state.pin(arrival.session, served.endpoint, now, virtual)
                 pin_break = _pin_break(request, served.endpoint.id)
                 self.last_served[arrival.session] = served.endpoint.id
         self.results[id(arrival)] = RequestResult(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from routing.adaptive import AdaptiveState
+from routing.adaptive import WARM_CACHE_TTL_S, AdaptiveState
 from routing.affinity import SessionPins
 from routing.cooldowns import Cooldowns
 from routing.live import LiveMetrics, Observation, failure_kind
@@ -40,6 +40,7 @@ class GatewayState:
     cooldowns: Cooldowns = field(default_factory=Cooldowns)
     adaptive: AdaptiveState = field(default_factory=AdaptiveState)
     pins: SessionPins = field(default_factory=SessionPins)
+    warm: SessionPins = field(default_factory=lambda: SessionPins(ttl_s=WARM_CACHE_TTL_S))
     round_robin: int = 0
 
     def started(self, endpoint: EndpointInfo) -> None:
@@ -74,9 +75,16 @@ class GatewayState:
             else:
                 self.cooldowns.failure(endpoint.id, attempt.status, now_s)
 
-    def pin(self, session: str, endpoint: EndpointInfo, now_s: float) -> None:
-        """After a success the session stays on the endpoint that served it, per model."""
+    def pin(
+        self, session: str, endpoint: EndpointInfo, now_s: float, virtual: str | None = None
+    ) -> None:
+        """After a success the session stays on the endpoint that served it, per model, and
+        on the virtual model's target; that target's cache is warm (gateway/api/affinity.py
+        `remember_success`)."""
         self.pins.pin(pin_key(session, endpoint.model), endpoint.id, now_s)
+        if virtual is not None:
+            self.pins.pin(pin_key(session, virtual), endpoint.model, now_s)
+            self.warm.pin(pin_key(session, virtual), endpoint.model, now_s)
 
 
 def pin_key(session: str, model: str) -> str:

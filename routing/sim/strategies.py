@@ -10,9 +10,10 @@ The same four providers are configured in one of two shapes, as an operator woul
   session on one provider. Up to MAX_ATTEMPTS attempts.
 - `round_robin`, `weighted_random`, `cost`, `adaptive`: a virtual model whose four targets
   are models served by one endpoint each (R-MOD-7). `order_targets` or `adaptive_order`
-  (R-EXE-5) orders the targets; the gateway then decides each target on its own, lazily,
-  when its failover loop reaches it — so cooldown skipping, health demotion and the session
-  pin act within one target's single endpoint, where they change nothing.
+  (R-EXE-5, with the session's warm target boosted, R-EXE-6) orders the targets, and
+  `arrange_targets` makes the order obey cooldowns (R-EXE-3), health (R-EXE-2) and the
+  session's pin on a target (R-EXE-7); the gateway then decides each target on its own,
+  lazily, when its failover loop reaches it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from routing.scoring import blended_price, inverse_square_price
 from routing.sim.providers import Provider, endpoint_of
 from routing.sim.state import GatewayState, pin_key
 from routing.types import EndpointInfo, LiveState, Mode, PolicyView, RoutingRequest
-from routing.virtual import order_targets
+from routing.virtual import arrange_targets, order_targets
 
 MODEL = "sim/chat"  # the model of the provider-mode shape
 VIRTUAL_MODEL = "sim/virtual"  # the alias of the virtual-model shape
@@ -106,36 +107,52 @@ class Router:
     def plan(self, session: str | None, now_s: float) -> Plan:
         if self.strategy in MODEL_MODES:
             return Plan(self, session, deque([MODEL]))
-        return Plan(self, session, deque(self._order_targets(now_s)))
+        return Plan(self, session, deque(self._order_targets(session, now_s)))
 
-    def _order_targets(self, now_s: float) -> tuple[str, ...]:
-        if self.strategy == "adaptive":
-            return self._adaptive_order(now_s)
-        counter = self.state.round_robin
-        self.state.round_robin += 1
-        return order_targets(
-            self.strategy, self.targets, cheapest_price=self.price, rng=self.rng, counter=counter
-        )
-
-    def _adaptive_order(self, now_s: float) -> tuple[str, ...]:
-        """As plan.py: a target's error rate is its endpoints' mean, and it is cooling when
-        all its endpoints are."""
+    def _order_targets(self, session: str | None, now_s: float) -> tuple[str, ...]:
+        """As plan.py `_Expansion.expand`: a target is cooling or unhealthy when all its
+        endpoints are; the session's kept and warm targets come from its pins."""
         live = self.state.live.state(now_s)
         cooling_endpoints = self.state.cooldowns.cooling(now_s)
+        cooling = frozenset(
+            slug for slug, e in self.catalog.target_endpoint.items() if e.id in cooling_endpoints
+        )
+        unhealthy = frozenset(
+            slug for slug, e in self.catalog.target_endpoint.items() if e.id in live.unhealthy
+        )
+        key = pin_key(session, VIRTUAL_MODEL) if session is not None else None
+        kept = self.state.pins.get(key, now_s) if key is not None else None
+        if self.strategy == "adaptive":
+            warm = self.state.warm.get(key, now_s) if key is not None else None
+            ordered = self._adaptive_order(live, cooling, warm)
+        else:
+            counter = self.state.round_robin
+            self.state.round_robin += 1
+            ordered = order_targets(
+                self.strategy, self.targets, cheapest_price=self.price, rng=self.rng,
+                counter=counter,
+            )  # fmt: skip
+        arranged, _outcome = arrange_targets(
+            ordered, cooling=cooling, unhealthy=unhealthy, pinned=kept
+        )
+        return arranged
+
+    def _adaptive_order(
+        self, live: LiveState, cooling: frozenset[str], warm: str | None
+    ) -> tuple[str, ...]:
+        """As plan.py: a target's error rate is its endpoints' mean."""
         error_rate: dict[str, float] = {}
-        cooling: set[str] = set()
         for slug, endpoint in self.catalog.target_endpoint.items():
             stats = live.stats.get(endpoint.id)
             error_rate[slug] = (stats.error_rate or 0.0) if stats is not None else 0.0
-            if endpoint.id in cooling_endpoints:
-                cooling.add(slug)
         return adaptive_order(
             self.targets,
             state=self.state.adaptive,
             price=self.price,
             error_rate=error_rate,
-            cooling=frozenset(cooling),
+            cooling=cooling,
             rng=self.rng,
+            warm=warm,
         )
 
     def decide_model(self, model: str, session: str | None, now_s: float) -> list[EndpointInfo]:

@@ -73,3 +73,30 @@ def test_r_mod_7_adaptive_orders_as_weighted_random_for_now_and_says_so():
 def test_r_mod_7_an_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="unknown virtual-model strategy 'fastest'"):
         _order("fastest")
+
+
+def test_r_exe_3_a_virtual_target_in_cooldown_is_skipped_while_another_remains():
+    from routing.virtual import arrange_targets
+
+    order, _ = arrange_targets(["a", "b", "c"], cooling=frozenset({"a"}), unhealthy=frozenset())
+    assert order == ("b", "c")
+    # every target cooling: all kept, trying beats refusing
+    order, _ = arrange_targets(["a", "b"], cooling=frozenset({"a", "b"}), unhealthy=frozenset())
+    assert order == ("a", "b")
+
+
+def test_r_exe_2_an_unhealthy_virtual_target_is_tried_last_not_dropped():
+    from routing.virtual import arrange_targets
+
+    order, _ = arrange_targets(["a", "b", "c"], cooling=frozenset(), unhealthy=frozenset({"a"}))
+    assert order == ("b", "c", "a")
+
+
+def test_r_exe_7_a_session_stays_on_its_virtual_target_until_it_cools_down():
+    from routing.virtual import arrange_targets
+
+    calm = {"cooling": frozenset(), "unhealthy": frozenset()}
+    assert arrange_targets(["a", "b", "c"], pinned="c", **calm) == (("c", "a", "b"), "honored")
+    cooling = {"cooling": frozenset({"c"}), "unhealthy": frozenset()}
+    assert arrange_targets(["a", "b", "c"], pinned="c", **cooling) == (("a", "b"), "released")
+    assert arrange_targets(["a"], pinned="a", **calm) == (("a",), None)
