@@ -7,8 +7,9 @@ and under ASGI each of its hooks runs in a thread via `sync_to_async` — fourte
 hops per request, most of the gateway's CPU per call in the profile
 (docs/performance.md). The console and everything else get the full stack.
 
-The wrapper also answers the lifespan protocol: on shutdown the queued traces are
-flushed and the upstream client is closed.
+The wrapper also answers the lifespan protocol: at start-up the state shared between
+replicas is loaded from Redis when configured (gateway/shared_state.py); on shutdown the
+queued traces are flushed, the sharing stops and the upstream client is closed.
 """
 
 from __future__ import annotations
@@ -105,9 +106,11 @@ async def _lifespan(receive: Any, send: Any) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
+            await runtime.start_sharing()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await runtime.traces().flush()
+            await runtime.stop_sharing()
             await close_client()
             await send({"type": "lifespan.shutdown.complete"})
             return

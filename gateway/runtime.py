@@ -1,9 +1,14 @@
 """Per-process singletons of the request path, created lazily inside the event loop:
-the configuration snapshot holder, the upstream HTTP client and the trace writer."""
+the configuration snapshot holder, the upstream HTTP client, the trace writer, and the
+stores replicas share through Redis when REDIS_URL is set (R-BEY-9): cooldowns, session
+pins and tier pins. Those are created together with their `SharedState`, so what it loads
+at start-up lands in the stores the request path reads; the ASGI lifespan starts and stops
+it (`start_sharing`, `stop_sharing`), and the first use starts it where no lifespan runs."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import httpx
 from django.conf import settings
@@ -11,10 +16,12 @@ from django.conf import settings
 from audit.record import TraceWriter
 from gateway import metrics
 from gateway.config import GatewaySettings
+from gateway.shared_state import SharedState
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
-from routing.adaptive import AdaptiveState
+from routing.adaptive import WARM_CACHE_TTL_S, AdaptiveState
 from routing.affinity import SessionPins
+from routing.cache_affinity import CACHE_PIN_TTL_S
 from routing.cooldowns import Cooldowns
 from routing.live import LiveMetrics
 from routing.tier_pins import InProcessTierPins
@@ -24,10 +31,20 @@ _holder: SnapshotHolder | None = None
 _writer: TraceWriter | None = None
 _live: LiveMetrics | None = None
 _round_robin: dict[str, int] = {}
-_tier_pins: InProcessTierPins | None = None
-_cooldowns: Cooldowns | None = None
 _adaptive = AdaptiveState()  # per process, as GM keeps it (R-EXE-5)
-_session_pins = SessionPins()  # session -> endpoint (R-EXE-7), per process
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedStores:
+    cooldowns: Cooldowns
+    session_pins: SessionPins  # session -> endpoint (R-EXE-7); session|virtual -> target
+    cache_pins: SessionPins  # conversation -> provider holding its prompt cache (R-EXE-6)
+    warm_targets: SessionPins  # session|virtual -> the target whose cache is warm (R-EXE-6)
+    tier_pins: InProcessTierPins
+    sharing: SharedState | None  # None without REDIS_URL: the stores stay per process
+
+
+_stores: _SharedStores | None = None
 
 
 def gateway_settings() -> GatewaySettings:
@@ -59,18 +76,67 @@ def live() -> LiveMetrics:
     return _live
 
 
-def cooldowns() -> Cooldowns:
-    """This worker's endpoint cooldowns (per node, as GM keeps them)."""
-    global _cooldowns
-    if _cooldowns is None:
-        _cooldowns = Cooldowns(
+def _create_stores() -> _SharedStores:
+    stores = _SharedStores(
+        cooldowns=Cooldowns(
             base_s=settings.GATEWAY.cooldown_base_s, max_s=settings.GATEWAY.cooldown_max_s
-        )
-    return _cooldowns
+        ),
+        session_pins=SessionPins(),
+        cache_pins=SessionPins(ttl_s=CACHE_PIN_TTL_S),
+        warm_targets=SessionPins(ttl_s=WARM_CACHE_TTL_S),
+        tier_pins=InProcessTierPins(),
+        sharing=SharedState(settings.REDIS_URL, settings.SHARED_STATE_PREFIX)
+        if settings.REDIS_URL
+        else None,
+    )
+    if stores.sharing is not None:
+        stores.sharing.share_cooldowns(stores.cooldowns)
+        stores.sharing.share_session_pins("session", stores.session_pins)
+        stores.sharing.share_session_pins("cache", stores.cache_pins)
+        stores.sharing.share_session_pins("warm", stores.warm_targets)
+        stores.sharing.share_tier_pins(stores.tier_pins)
+    return stores
+
+
+def _shared_stores() -> _SharedStores:
+    global _stores
+    if _stores is None:
+        _stores = _create_stores()
+    if _stores.sharing is not None and not _stores.sharing.running:
+        _stores.sharing.start_soon()  # first use without the ASGI lifespan (a no-op off-loop)
+    return _stores
+
+
+async def start_sharing() -> None:
+    """ASGI start-up: subscribe and load the other replicas' state (bounded wait)."""
+    sharing = _shared_stores().sharing
+    if sharing is not None:
+        await sharing.start()
+
+
+async def stop_sharing() -> None:
+    if _stores is not None and _stores.sharing is not None:
+        await _stores.sharing.stop()
+
+
+def cooldowns() -> Cooldowns:
+    """Endpoint cooldowns: learnt per node (GM), started ones shared between replicas."""
+    return _shared_stores().cooldowns
 
 
 def session_pins() -> SessionPins:
-    return _session_pins
+    """Session -> endpoint pins (R-EXE-7), shared between replicas."""
+    return _shared_stores().session_pins
+
+
+def cache_pins() -> SessionPins:
+    """Conversation -> provider pins after a prompt-cache read (R-EXE-6), shared."""
+    return _shared_stores().cache_pins
+
+
+def warm_targets() -> SessionPins:
+    """Session|virtual model -> its warm target (R-EXE-6), shared."""
+    return _shared_stores().warm_targets
 
 
 def adaptive() -> AdaptiveState:
@@ -95,11 +161,8 @@ class AdaptiveObserver:
 
 
 def tier_pins() -> InProcessTierPins:
-    """Upward-only tier pins per alias and session (in process; Redis comes with R-BEY-9)."""
-    global _tier_pins
-    if _tier_pins is None:
-        _tier_pins = InProcessTierPins()
-    return _tier_pins
+    """Upward-only tier pins per alias and session (R-TIER-3), shared between replicas."""
+    return _shared_stores().tier_pins
 
 
 def next_round_robin(alias: str) -> int:
@@ -115,12 +178,12 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live, _tier_pins, _cooldowns, _adaptive, _session_pins
-    _cooldowns = None
+    global _holder, _writer, _live, _stores, _adaptive
+    if _stores is not None and _stores.sharing is not None:
+        _stores.sharing.close()
+    _stores = None
     _adaptive = AdaptiveState()
-    _session_pins = SessionPins()
     _holder = None
     _writer = None
     _live = None
-    _tier_pins = None
     _round_robin.clear()

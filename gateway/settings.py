@@ -89,6 +89,9 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# Redis keys and channel of the state replicas share (gateway/shared_state.py); replicas
+# that should share must use the same prefix, tests use one of their own.
+SHARED_STATE_PREFIX = env.str("SWITCHYARD_SHARED_STATE_PREFIX", default="switchyard")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL  # in-process when no broker
 CELERY_TASK_EAGER_PROPAGATES = True

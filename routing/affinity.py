@@ -5,17 +5,27 @@ is released only when its endpoint is cooling or no longer passes the policy; th
 success re-pins the session to whatever the selector chose. Policy filters and cooldowns
 always beat affinity: a pin only ever reorders the decision's own attempt list.
 
-`keep_session` is pure; `SessionPins` is the per-process store, the caller passes the time.
+`keep_session` is pure; `SessionPins` is the per-process store, the caller passes the time
+(wall clock, epoch seconds: with several replicas pins are shared with their absolute
+expiry, R-BEY-9, through the store's `listener` and `apply_remote`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 
 from routing.types import Decision, LiveState
 
 SESSION_TTL_S = 24 * 3600.0  # a session pin lives up to 24 h of activity (PH), sliding
+# A pin that only slid is told again once the expiry other replicas hold is off by more than
+# this: a sliding TTL would otherwise mean one Redis write per request. Other replicas may
+# so forget an idle pin up to this much earlier than the node that served it last.
+REPUBLISH_AFTER_S = 60.0
+
+# Told when a pin is set or moves, or its expiry drifts: (key, endpoint id, expires_at).
+PinListener = Callable[[str, str, float], None]
 
 
 def keep_session(
@@ -43,25 +53,53 @@ def keep_session(
 
 
 class SessionPins:
-    """Session key → endpoint id, sliding TTL, bounded (least recently used evicted)."""
+    """Session key → endpoint id, sliding TTL, bounded (least recently used evicted).
 
-    def __init__(self, ttl_s: float = SESSION_TTL_S, max_entries: int = 100_000) -> None:
+    Each entry also remembers the expiry last told to `listener` (what other replicas
+    hold), so that sliding a pin is told only every `REPUBLISH_AFTER_S`; a new pin, a pin
+    that moves to another endpoint and a revived one are told at once."""
+
+    def __init__(
+        self,
+        ttl_s: float = SESSION_TTL_S,
+        max_entries: int = 100_000,
+        republish_after_s: float = REPUBLISH_AFTER_S,
+    ) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._pins: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self.republish_after_s = republish_after_s
+        self.listener: PinListener | None = None
+        # key -> (endpoint id, expires_at, expires_at as last told to the listener)
+        self._pins: OrderedDict[str, tuple[str, float, float]] = OrderedDict()
 
     def get(self, key: str, now: float) -> str | None:
         entry = self._pins.get(key)
         if entry is None:
             return None
-        endpoint, expires = entry
+        endpoint, expires, _told = entry
         if now >= expires:
             del self._pins[key]
             return None
         return endpoint
 
-    def pin(self, key: str, endpoint: str, now: float) -> None:
-        self._pins[key] = (endpoint, now + self.ttl_s)
+    def pin(self, key: str, endpoint: str, now: float, ttl_s: float | None = None) -> None:
+        """Pin (or slide) the key to `endpoint` until `now + ttl_s` (default: the store's)."""
+        expires = now + (self.ttl_s if ttl_s is None else ttl_s)
+        entry = self._pins.get(key)
+        if entry is not None and entry[0] == endpoint and now < entry[1]:
+            tell = abs(expires - entry[2]) > self.republish_after_s  # entry[2]: what others hold
+        else:
+            tell = True  # new, moved or lapsed
+        self._store(key, endpoint, expires, expires if tell or entry is None else entry[2])
+        if tell and self.listener is not None:
+            self.listener(key, endpoint, expires)
+
+    def apply_remote(self, key: str, endpoint: str, expires_at: float) -> None:
+        """A pin another replica set or slid: the last one told wins. Not told again."""
+        self._store(key, endpoint, expires_at, expires_at)
+
+    def _store(self, key: str, endpoint: str, expires: float, told: float) -> None:
+        self._pins[key] = (endpoint, expires, told)
         self._pins.move_to_end(key)
         while len(self._pins) > self.max_entries:
             self._pins.popitem(last=False)

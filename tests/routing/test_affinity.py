@@ -56,3 +56,80 @@ def test_session_pins_slide_and_expire():
     pins.pin("s", "dear", now=9.0)  # activity refreshes
     assert pins.get("s", now=18.0) == "dear"
     assert pins.get("s", now=19.0) is None
+
+
+def test_session_pins_take_a_ttl_per_pin():
+    pins = SessionPins(ttl_s=10)
+    pins.pin("s", "dear", now=0.0, ttl_s=100)
+    assert pins.get("s", now=99.0) == "dear"
+    assert pins.get("s", now=100.0) is None
+
+
+# Sharing between replicas (R-BEY-9): the hook and the remote side, no Redis here.
+
+
+def _told_pins(**kwargs) -> tuple[SessionPins, list[tuple[str, str, float]]]:
+    pins = SessionPins(**kwargs)
+    told: list[tuple[str, str, float]] = []
+    pins.listener = lambda *change: told.append(change)
+    return pins, told
+
+
+def test_r_bey_9_a_new_or_moved_pin_is_told_at_once():
+    # given
+    pins, told = _told_pins(ttl_s=1000, republish_after_s=60)
+    # when
+    pins.pin("s", "dear", now=0.0)
+    pins.pin("s", "cheap", now=1.0)  # the session moved (its target cooled down)
+    # then
+    assert told == [("s", "dear", 1000.0), ("s", "cheap", 1001.0)]
+
+
+def test_r_bey_9_sliding_a_pin_is_told_only_once_the_shared_expiry_is_stale():
+    # given a pin told at 0 (expiring at 1000)
+    pins, told = _told_pins(ttl_s=1000, republish_after_s=60)
+    pins.pin("s", "dear", now=0.0)
+    # when it slides with every request
+    for now in (10.0, 30.0, 60.0, 61.0, 100.0, 121.0, 122.0):
+        pins.pin("s", "dear", now=now)
+    # then only slides past 60 s of the last told expiry are told
+    assert told == [("s", "dear", 1000.0), ("s", "dear", 1061.0), ("s", "dear", 1122.0)]
+    assert pins.get("s", now=1121.0) == "dear"  # the local pin slid every time
+
+
+def test_r_bey_9_a_lapsed_pin_pinned_again_is_told_at_once():
+    pins, told = _told_pins(ttl_s=10, republish_after_s=60)
+    pins.pin("s", "dear", now=0.0)
+    pins.pin("s", "dear", now=10.0)  # exactly at expiry: the others dropped it
+    assert [change[2] for change in told] == [10.0, 20.0]
+
+
+def test_r_bey_9_a_shorter_ttl_per_pin_is_told_when_it_is_off_by_more_than_the_slack():
+    pins, told = _told_pins(ttl_s=24 * 3600.0, republish_after_s=60)
+    pins.pin("s", "dear", now=0.0)
+    pins.pin("s", "dear", now=1.0, ttl_s=900)  # e.g. a cache pin's 15 minutes
+    assert told == [("s", "dear", 86400.0), ("s", "dear", 901.0)]
+
+
+def test_r_bey_9_a_remote_pin_is_applied_as_told_and_not_told_back():
+    # given a local pin
+    pins, told = _told_pins(ttl_s=1000, republish_after_s=60)
+    pins.pin("s", "dear", now=0.0)
+    told.clear()
+    # when another replica moved the session
+    pins.apply_remote("s", "cheap", expires_at=500.0)
+    # then the last one told wins, and nothing is told back
+    assert pins.get("s", now=499.0) == "cheap"
+    assert pins.get("s", now=500.0) is None
+    assert told == []
+
+
+def test_r_bey_9_sliding_a_remote_pin_here_is_told_only_once_it_drifts():
+    # given a pin that arrived from another replica
+    pins, told = _told_pins(ttl_s=1000, republish_after_s=60)
+    pins.apply_remote("s", "dear", expires_at=1000.0)
+    # when this replica serves the session, shortly and then much later
+    pins.pin("s", "dear", now=30.0)
+    pins.pin("s", "dear", now=90.0)
+    # then the others hear of it only once their copy is more than 60 s stale
+    assert told == [("s", "dear", 1090.0)]

@@ -92,3 +92,64 @@ def test_r_exe_3_when_every_target_is_cooling_they_are_still_tried():
     decision = _decide_with_cooling(frozenset({"cheap", "dear"}))
     assert [e.id for e in decision.ordered] == ["cheap", "dear"]
     assert {s.demoted for s in decision.scored} == {"cooldown"}
+
+
+# Sharing between replicas (R-BEY-9): the hook and the remote side, no Redis here.
+
+
+def test_r_bey_9_a_started_cooldown_is_told_with_its_end_and_reason():
+    # given
+    cooldowns = Cooldowns(base_s=30, max_s=300)
+    told = []
+    cooldowns.listener = lambda *change: told.append(change)
+    # when
+    cooldowns.failure("ep", 503, now=100.0)
+    cooldowns.failure("ep", 503, now=101.0)  # two server errors start nothing yet
+    cooldowns.failure("other", 400, now=101.0)  # a client error never does
+    cooldowns.failure("ep", 401, now=102.0)
+    # then
+    assert told == [("ep", 402.0, "auth_or_not_found")]
+
+
+def test_r_bey_9_a_remote_cooldown_cools_the_endpoint_until_its_end():
+    # given
+    cooldowns = Cooldowns(base_s=30, max_s=300)
+    told = []
+    cooldowns.listener = lambda *change: told.append(change)
+    # when another replica's cooldown is applied
+    cooldowns.apply_remote("ep", until=160.0, reason="rate_limited")
+    # then it cools here too, and is not told back
+    assert cooldowns.cooling(now=159.9) == frozenset({"ep"})
+    assert cooldowns.cooling(now=160.0) == frozenset()
+    assert cooldowns.remaining_s("ep", now=100.0) == 60.0
+    assert told == []
+
+
+def test_r_bey_9_a_remote_cooldown_never_shortens_a_longer_local_one_or_its_doubling():
+    # given a local 429 cooldown (30 s) and a shorter remote one
+    cooldowns = Cooldowns(base_s=30, max_s=300)
+    cooldowns.failure("ep", 429, now=0.0)
+    cooldowns.apply_remote("ep", until=10.0, reason="rate_limited")
+    # then the local end holds
+    assert cooldowns.cooling(now=29.0) == frozenset({"ep"})
+    # and the next local 429 still doubles from this node's own count
+    assert cooldowns.failure("ep", 429, now=31.0).seconds == 60
+
+
+def test_r_exe_3_failures_of_requests_already_in_flight_do_not_escalate_the_cooldown():
+    cooldowns = Cooldowns(base_s=30, max_s=300)
+    assert cooldowns.failure("ep", 429, now=0.0).seconds == 30
+    # ten more 429s from requests sent before the first was recorded
+    assert [cooldowns.failure("ep", 429, now=0.5) for _ in range(10)] == [None] * 10
+    assert cooldowns.remaining_s("ep", now=0.5) == 29.5
+    # the next 429 after the cooldown is a consecutive trigger: it doubles once
+    assert cooldowns.failure("ep", 429, now=31.0).seconds == 60
+    # a dead key still takes the maximum at once, even while cooling
+    assert cooldowns.failure("ep", 401, now=32.0).seconds == 300
+
+
+def test_r_exe_3_the_workspace_policy_sets_base_and_maximum():
+    cooldowns = Cooldowns(base_s=30, max_s=300)
+    assert cooldowns.failure("ep", 429, now=0.0, base_s=5, max_s=8).seconds == 5
+    assert cooldowns.failure("ep", 429, now=6.0, base_s=5, max_s=8).seconds == 8  # capped
+    assert cooldowns.failure("other", 404, now=0.0, base_s=5, max_s=8).seconds == 8

@@ -209,3 +209,51 @@ def test_r_tier_4_forcing_hard_does_not_create_a_pin():
     # then the next normal request is classified on its own
     assert len(pins) == 0
     assert _ask(pins, THANKS, T0 + 1) == ("easy", "classifier", "normal-easy")
+
+
+# Sharing between replicas (R-BEY-9): the hook and the remote side, no Redis here.
+
+
+def _told_pins() -> tuple[InProcessTierPins, list[tuple[str, float]]]:
+    pins = InProcessTierPins(republish_after_s=60)
+    told: list[tuple[str, float]] = []
+    pins.listener = lambda *change: told.append(change)
+    return pins, told
+
+
+def test_r_bey_9_a_new_hard_pin_is_told_at_once_and_slides_only_when_stale():
+    # given
+    pins, told = _told_pins()
+    # when a session turns hard and then keeps going, pinned or classified hard again
+    pins.pin_hard(KEY, T0, TTL_S)
+    pins.touch(KEY, T0 + 30, TTL_S)
+    pins.pin_hard(KEY, T0 + 60, TTL_S)
+    pins.touch(KEY, T0 + 61, TTL_S)
+    pins.touch(KEY, T0 + 100, TTL_S)
+    # then the upgrade is told at once, and slides once the shared expiry is 60 s stale
+    assert told == [(KEY, T0 + TTL_S), (KEY, T0 + 61 + TTL_S)]
+
+
+def test_r_bey_9_a_lapsed_pin_made_hard_again_is_told_at_once():
+    pins, told = _told_pins()
+    pins.pin_hard(KEY, T0, TTL_S)
+    pins.touch(KEY, T0 + TTL_S, TTL_S)  # lapsed: touching neither revives nor tells
+    pins.pin_hard(KEY, T0 + TTL_S + 1, TTL_S)
+    assert told == [(KEY, T0 + TTL_S), (KEY, T0 + 2 * TTL_S + 1)]
+
+
+def test_r_bey_9_a_remote_pin_is_honoured_here_and_not_told_back():
+    # given
+    pins, told = _told_pins()
+    # when another replica pinned the session hard
+    pins.apply_remote(KEY, T0 + TTL_S)
+    # then a "thanks!" here stays hard, and nothing is told back
+    assert _ask(pins, THANKS, T0 + 1) == ("hard", "pinned", "normal-hard")
+    assert told == []
+
+
+def test_r_bey_9_a_remote_pin_never_shortens_a_live_one():
+    pins, _told = _told_pins()
+    pins.pin_hard(KEY, T0, TTL_S)
+    pins.apply_remote(KEY, T0 + 10)
+    assert pins.get(KEY, T0 + TTL_S - 1) == "hard"
