@@ -60,6 +60,7 @@ class WorkspaceEntry:
     retention: str
     credentials: dict[str, CredentialEntry]  # by provider slug
     timeouts: dict[str, int]  # connect_ms, ttft_ms, idle_ms, total_ms (policy overrides)
+    cooldown: dict[str, float] = field(default_factory=dict)  # base_s, max_s (R-EXE-3)
     tiers: TierConfig | None = None  # smart tier routing; None = idle (R-TIER-1)
     auto: AutoSettings = field(default_factory=AutoSettings)  # auto router (R-AUTO-1, D-2)
 
@@ -188,6 +189,7 @@ def load_snapshot() -> Snapshot:
                 retention=policy.retention if policy else "30d",
                 credentials=credentials.get(ws.pk, {}),
                 timeouts=dict(policy.timeouts) if policy else {},
+                cooldown=dict(policy.cooldown) if policy else {},
                 tiers=tier_config(ws.smart_routing or {}),
                 auto=auto_settings(ws.auto_router or {}),
             )

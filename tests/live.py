@@ -8,6 +8,7 @@ import contextlib
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ models:
   - {{slug: openai/text-embedding-3-small, capabilities: [embedding], context_window: 8191}}
   - {{slug: acme/tiny, capabilities: [text], context_window: 64}}
   - {{slug: acme/paced, capabilities: [text], context_window: 8192}}
+  - {{slug: acme/mini, capabilities: [text], context_window: 8192}}
 endpoints:
   - {{id: cheap-llama, provider: cheap, model: meta/llama-3.3-70b, upstream_model: llama-up,
       region: us-east-1, price: {{input: 0.5, output: 0.5}}, sovereignty_class: any}}
@@ -61,6 +63,14 @@ endpoints:
       price: {{input: 0.1, output: 0.1}}, sovereignty_class: any}}
   - {{id: paced-ep, provider: paced, model: acme/paced, upstream_model: paced, region: us-east-1,
       price: {{input: 0.1, output: 0.1}}, sovereignty_class: any}}
+  - {{id: pricey-mini, provider: pricey, model: acme/mini, upstream_model: mini,
+      region: eu-west-1, price: {{input: 0.2, output: 0.2}}, sovereignty_class: eu-hosted}}
+virtual_models:
+  # two targets of one endpoint each, on different fakes (test_fault_scenarios_api.py)
+  - {{slug: duo-adaptive, strategy: adaptive,
+      targets: [{{model: acme/tiny}}, {{model: acme/mini}}]}}
+  - {{slug: duo-round-robin, strategy: round_robin,
+      targets: [{{model: acme/tiny}}, {{model: acme/mini}}]}}
 workspaces:
   # `price` orders deterministically (cheapest first), which the failover tests rely on;
   # `balanced` (weighted random) is exercised by workspace `other` and the engine's tests.
@@ -116,6 +126,12 @@ class Live:
     def base_url(self) -> str:
         return self.gateway.base_url
 
+    def own_env(self, **extra: str) -> dict[str, str]:
+        """The env for a dedicated gateway with settings of its own: its own Redis prefix
+        too, so its cooldowns and pins never reach the shared gateway (R-BEY-9)."""
+        prefix = f"{self.env['SWITCHYARD_SHARED_STATE_PREFIX']}-{uuid.uuid4().hex[:8]}"
+        return {**self.env, "SWITCHYARD_SHARED_STATE_PREFIX": prefix, **extra}
+
     def manage(self, *args: str, env_extra: dict[str, str] | None = None) -> str:
         return manage(*args, env={**self.env, **(env_extra or {})})
 
@@ -154,6 +170,8 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 SWITCHYARD_SESSION_AFFINITY="false",
                 SWITCHYARD_COOLDOWN_MAX_S="0",
                 LOG_LEVEL="INFO",
+                # Redis state of this installation only: runs and gateways never share it.
+                SWITCHYARD_SHARED_STATE_PREFIX=f"switchyard-test-{uuid.uuid4().hex[:12]}",
             )
             manage("migrate", "--noinput", env=env)
             config = log_dir / "live-catalog.yaml"
@@ -165,8 +183,26 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
             }
             log_path = log_dir / "gateway.log"
             server = os.environ.get("SWITCHYARD_TEST_SERVER", DEFAULT_SERVER)
-            with running_gateway(env, log_path=log_path, server=server) as gateway:
-                yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys, log_path=log_path)
+            try:
+                with running_gateway(env, log_path=log_path, server=server) as gateway:
+                    yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys,
+                               log_path=log_path)  # fmt: skip
+            finally:
+                _forget_shared_state(env["SWITCHYARD_SHARED_STATE_PREFIX"])
     finally:
         for fake in fakes.values():
             fake.stop()
+
+
+def _forget_shared_state(prefix: str) -> None:
+    """Delete the Redis keys of this installation and its dedicated gateways (if any)."""
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        return
+    import redis
+
+    store = redis.Redis.from_url(url)
+    keys = list(store.scan_iter(match=f"{prefix}*"))
+    if keys:
+        store.delete(*keys)
+    store.close()

@@ -75,6 +75,7 @@ class CallContext:
     purpose: str = ""  # "auto_routing_classifier" for the auto router's child request
     parent_id: uuid.UUID | None = None  # the client's trace, for a child request
     auto: dict[str, Any] | None = None  # the auto router's workload verdict (R-AUTO-2)
+    session: Any = None  # gateway.api.affinity.Session when an affinity is on
 
     @property
     def completion_ids(self) -> dict[str, Any]:

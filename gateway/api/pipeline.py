@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 
-from gateway import metrics, runtime
-from gateway.api import bodies, plan, report
+from gateway import runtime
+from gateway.api import affinity, bodies, plan, report
 from gateway.api.auto_classifier import classify_auto
 from gateway.api.context import CallContext, authenticate, deadline_s, make_targets
 from gateway.api.errors import ApiError, render_error
@@ -106,13 +106,15 @@ async def route_and_execute(
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
     ctx.routing = routing
-    session = plan.session_key(ctx, request, body, routing)
+    session = ctx.session = affinity.session_of(ctx, request, body, routing)
+    chain, pin_outcomes = plan.model_chain(
+        ctx.snapshot, routing, rng, affinity.target_pins(session, routing)
+    )
+    affinity.count_target_pins(pin_outcomes)
     last_error: ApiError | None = None
-    for model in plan.model_chain(ctx.snapshot, routing, rng):
+    for model in chain:
         decision = plan.decide_model(ctx, routing, model, rng)
-        decision, affinity = plan.keep_session_pin(routing, decision, model, session)
-        if affinity is not None:
-            metrics.SESSION_AFFINITY.labels(affinity).inc()
+        decision = affinity.apply_affinity(decision, model, session)
         ctx.decision = decision
         ctx.decisions.append(plan.decision_entry(ctx, decision, routing, model, seed))
         if not decision.ordered:
@@ -131,7 +133,7 @@ async def route_and_execute(
         )
         ctx.attempts.extend(outcome.attempts)
         if outcome.failure is None:
-            plan.pin_session(session, routing, model, outcome.attempts[-1].endpoint)
+            affinity.remember_success(ctx, session, model, outcome.target)  # type: ignore[arg-type]
             return outcome
         last_error = upstream_failure(outcome)
         if not outcome.failure.retryable:
@@ -228,11 +230,14 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
                                   dry_run=True)  # fmt: skip
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
-    session = plan.session_key(ctx, request, body, routing)
+    session = affinity.session_of(ctx, request, body, routing)
     decisions = []
-    for model in plan.model_chain(ctx.snapshot, routing, rng):
+    chain, _outcomes = plan.model_chain(
+        ctx.snapshot, routing, rng, affinity.target_pins(session, routing)
+    )
+    for model in chain:
         decision = plan.decide_model(ctx, routing, model, rng)
-        decision, _affinity = plan.keep_session_pin(routing, decision, model, session)
+        decision = affinity.apply_affinity(decision, model, session, count=False)
         decisions.append(plan.decision_entry(ctx, decision, routing, model, seed))
     attempt_order = [eid for d in decisions for eid in d["ordered"]]
     return json_response({

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.http import HttpRequest
@@ -18,15 +18,13 @@ from gateway.api.context import CallContext
 from gateway.api.errors import ApiError, invalid
 from gateway.snapshot import Snapshot
 from routing.adaptive import adaptive_order
-from routing.affinity import keep_session
 from routing.autorouter import first_model_only, narrow_for_auto
 from routing.benchmarks import relevant
 from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
 from routing.scoring import blended_price
-from routing.sessions import detect_session
-from routing.types import Decision, LiveState, RoutingRequest
-from routing.virtual import order_targets
+from routing.types import Decision, RoutingRequest
+from routing.virtual import arrange_targets, order_targets
 
 MAX_VIRTUAL_DEPTH = 4  # virtual models may nest; deeper chains are configuration mistakes
 SEED_HEADER = "X-Switchyard-Route-Seed"  # replays a weighted-random draw (explain ↔ trace)
@@ -73,61 +71,99 @@ def _cheapest_price(snap: Snapshot, slug: str) -> float:
     return min(prices) if prices else float("inf")
 
 
-def _expand(snap: Snapshot, slug: str, rng: random.Random, depth: int) -> Iterator[str]:
-    entry = snap.virtual.get(slug)
-    if entry is None:
-        yield slug
-        return
-    if depth >= MAX_VIRTUAL_DEPTH:
-        return
-    cheapest = {target: _cheapest_price(snap, target) for target, _weight in entry.targets}
-    if entry.strategy == "adaptive":
-        ordered = _adaptive_order(snap, entry.targets, cheapest, rng)
-    else:
-        ordered = order_targets(
-            entry.strategy,
-            entry.targets,
-            cheapest_price=cheapest,
-            rng=rng,
-            counter=runtime.next_round_robin(slug),
+@dataclass(frozen=True, slots=True)
+class TargetPins:
+    """What a session brings to virtual models (gateway/api/affinity.py): per virtual slug,
+    the target the session is kept on (R-EXE-7) and the one whose cache is warm (R-EXE-6)."""
+
+    kept: Mapping[str, str] = field(default_factory=dict)
+    warm: Mapping[str, str] = field(default_factory=dict)
+
+
+class _Expansion:
+    """One request's walk through its virtual models, with the live state read once."""
+
+    def __init__(self, snap: Snapshot, rng: random.Random, pins: TargetPins) -> None:
+        now = time.time()
+        self.snap, self.rng, self.pins = snap, rng, pins
+        self.live = runtime.live().state(now)
+        self.cooling_endpoints = runtime.cooldowns().cooling(now)
+        self.outcomes: list[str] = []  # session-pin outcomes, for the affinity counter
+
+    def expand(self, slug: str, depth: int = 0) -> Iterator[str]:
+        entry = self.snap.virtual.get(slug)
+        if entry is None:
+            yield slug
+            return
+        if depth >= MAX_VIRTUAL_DEPTH:
+            return
+        cooling, unhealthy = self._target_health(entry.targets)
+        cheapest = {t: _cheapest_price(self.snap, t) for t, _weight in entry.targets}
+        if entry.strategy == "adaptive":
+            ordered = self._adaptive_order(entry.targets, cheapest, cooling, slug)
+        else:
+            ordered = order_targets(
+                entry.strategy,
+                entry.targets,
+                cheapest_price=cheapest,
+                rng=self.rng,
+                counter=runtime.next_round_robin(slug),
+            )
+        ordered, outcome = arrange_targets(
+            ordered, cooling=cooling, unhealthy=unhealthy, pinned=self.pins.kept.get(slug)
         )
-    for target in ordered:
-        yield from _expand(snap, target, rng, depth + 1)
+        if outcome is not None:
+            self.outcomes.append(outcome)
+        for target in ordered:
+            yield from self.expand(target, depth + 1)
+
+    def _target_health(
+        self, targets: tuple[tuple[str, float], ...]
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        """Targets (concrete models) whose every endpoint is cooling, or unhealthy."""
+        cooling, unhealthy = set(), set()
+        for slug, _weight in targets:
+            ids = [e.id for e in self.snap.endpoints.get(slug, ())]
+            if ids and all(i in self.cooling_endpoints for i in ids):
+                cooling.add(slug)
+            if ids and all(i in self.live.unhealthy for i in ids):
+                unhealthy.add(slug)
+        return frozenset(cooling), frozenset(unhealthy)
+
+    def _adaptive_order(
+        self, targets: tuple[tuple[str, float], ...], cheapest: dict[str, float],
+        cooling: frozenset[str], slug: str,
+    ) -> tuple[str, ...]:  # fmt: skip
+        """R-EXE-5 for a virtual model: P2C on peak-EWMA load among its targets (models);
+        the session's warm target gets the warm-cache boost (R-EXE-6)."""
+        error_rate: dict[str, float] = {}
+        for target, _weight in targets:
+            stats = [self.live.stats[e.id] for e in self.snap.endpoints.get(target, ())
+                     if e.id in self.live.stats]  # fmt: skip
+            rates = [s.error_rate or 0.0 for s in stats]
+            error_rate[target] = sum(rates) / len(rates) if rates else 0.0
+        return adaptive_order(targets, state=runtime.adaptive(), price=cheapest,
+                              error_rate=error_rate, cooling=cooling, rng=self.rng,
+                              warm=self.pins.warm.get(slug))  # fmt: skip
 
 
-def _adaptive_order(
-    snap: Snapshot, targets: tuple[tuple[str, float], ...], cheapest: dict[str, float],
-    rng: random.Random,
-) -> tuple[str, ...]:  # fmt: skip
-    """R-EXE-5 for a virtual model: P2C on peak-EWMA load among its targets (models)."""
-    now = time.time()
-    live = runtime.live().state(now)
-    cooling_endpoints = runtime.cooldowns().cooling(now)
-    error_rate: dict[str, float] = {}
-    cooling: set[str] = set()
-    for slug, _weight in targets:
-        endpoints = snap.endpoints.get(slug, ())
-        rates = [live.stats[e.id].error_rate or 0.0 for e in endpoints if e.id in live.stats]
-        error_rate[slug] = sum(rates) / len(rates) if rates else 0.0
-        if endpoints and all(e.id in cooling_endpoints for e in endpoints):
-            cooling.add(slug)
-    return adaptive_order(targets, state=runtime.adaptive(), price=cheapest,
-                          error_rate=error_rate, cooling=frozenset(cooling), rng=rng)  # fmt: skip
-
-
-def model_chain(snap: Snapshot, request: RoutingRequest, rng: random.Random) -> list[str | None]:
+def model_chain(
+    snap: Snapshot, request: RoutingRequest, rng: random.Random, pins: TargetPins | None = None
+) -> tuple[list[str | None], list[str]]:
     """The models to try in order: the primary, then the fallback chain, with virtual
-    models replaced by their ordered targets. `[None]` for the auto router."""
+    models replaced by their ordered targets; `[None]` for the auto router. Also the
+    outcomes of the session's virtual-target pins ("honored" / "released")."""
     if request.auto:
-        return [None]
+        return [None], []
+    expansion = _Expansion(snap, rng, pins or TargetPins())
     chain: list[str | None] = []
     for slug in (request.model, *request.fallbacks):
         if slug is None:
             continue
-        for concrete in _expand(snap, slug, rng, 0):
+        for concrete in expansion.expand(slug):
             if concrete not in chain:
                 chain.append(concrete)
-    return chain
+    return chain, expansion.outcomes
 
 
 def decide_model(
@@ -259,49 +295,3 @@ def request_json(request: RoutingRequest) -> dict[str, Any]:
             "regions": sorted(prefs.regions),
         },
     }
-
-
-def session_key(
-    ctx: CallContext, request: HttpRequest, body: dict[str, Any], routing: RoutingRequest
-) -> str | None:
-    """The request's session (R-EXE-7 detection order), scoped to workspace and key; None
-    when session keeping is off for it (no hashing of messages that nothing will use)."""
-    if not _affinity_on(routing):
-        return None
-    key, _source = detect_session(
-        request.headers,
-        body,
-        workspace_id=ctx.workspace.id,
-        api_key_id=ctx.key.pk,
-        model=ctx.requested_model,
-    )
-    return key
-
-
-def _affinity_on(routing: RoutingRequest) -> bool:
-    """Installation switch (SWITCHYARD_SESSION_AFFINITY) and per-request opt-out."""
-    return runtime.gateway_settings().session_affinity and routing.session_affinity
-
-
-def _pin_key(session: str, model: str | None) -> str:
-    return f"{session}|{model or 'auto'}"
-
-
-def keep_session_pin(
-    routing: RoutingRequest, decision: Decision, model: str | None, session: str | None
-) -> tuple[Decision, str | None]:
-    """Apply the session's endpoint pin to a decision (reads the pin, writes nothing)."""
-    if session is None or not _affinity_on(routing):
-        return decision, None
-    now = time.time()
-    pinned = runtime.session_pins().get(_pin_key(session, model), now)
-    live = LiveState(cooling=runtime.cooldowns().cooling(now))
-    return keep_session(decision, pinned, live)
-
-
-def pin_session(
-    session: str | None, routing: RoutingRequest, model: str | None, endpoint: str
-) -> None:
-    """After a success: the session stays on the endpoint that served it."""
-    if session is not None and _affinity_on(routing):
-        runtime.session_pins().pin(_pin_key(session, model), endpoint, time.time())

@@ -11,6 +11,7 @@ import orjson
 from django.http import HttpResponseBase
 
 from gateway import metrics, runtime
+from gateway.api.affinity import note_cache_read
 from gateway.api.context import CallContext
 from gateway.api.plan import request_json
 from gateway.execute import Target
@@ -110,6 +111,8 @@ def finish(
         }
     )
     _observe_live(ctx, usage, stream_broke)
+    if status == 200 and not stream_broke:
+        note_cache_read(ctx, target, usage)
     _count(ctx, status, target, usage, ttfb_ms)
 
 
@@ -152,6 +155,7 @@ def _observe_live(ctx: CallContext, usage: dict[str, Any] | None, stream_broke: 
     live = runtime.live()
     cooldowns = runtime.cooldowns()
     completion = int((usage or {}).get("completion_tokens") or 0)
+    policy_cooldown = ctx.workspace.cooldown  # the workspace's base_s / max_s, if set
     for attempt in ctx.attempts:
         if attempt.http_status in CLIENT_FAULTS:
             continue
@@ -170,7 +174,12 @@ def _observe_live(ctx: CallContext, usage: dict[str, Any] | None, stream_broke: 
             cooldowns.success(attempt.endpoint)
             continue
         started = cooldowns.failure(
-            attempt.endpoint, attempt.http_status, now, attempt.retry_after_s
+            attempt.endpoint,
+            attempt.http_status,
+            now,
+            attempt.retry_after_s,
+            base_s=policy_cooldown.get("base_s"),
+            max_s=policy_cooldown.get("max_s"),
         )
         if started is not None:
             metrics.COOLDOWNS.labels(attempt.provider, attempt.endpoint, started.reason).inc()

@@ -65,6 +65,11 @@ class FakeUpstreamProcess:
         entries = [{"fault": item} if isinstance(item, str) else dict(item) for item in faults]
         return self._call("POST", "/_fake/faults", {"faults": entries, "down": down})
 
+    def set_cache_mode(self, mode: str) -> None:
+        """Report cached prompt tokens as `none`, `always` or `repeat` from now on (until
+        reset, which restores the profile's mode)."""
+        self._call("POST", "/_fake/cache", {"cached_tokens": mode})
+
     def reset(self) -> None:
         """Clear stats, faults, `down`, the prompt-cache memory; reseed the error draws."""
         self._call("POST", "/_fake/reset")

@@ -18,7 +18,7 @@ from gateway.fakeupstream import endpoints
 from gateway.fakeupstream.connection import Connection, Request
 from gateway.fakeupstream.delivery import JSON, ApiStyle, BadRequest, Exchange
 from gateway.fakeupstream.faults import parse_fault_script
-from gateway.fakeupstream.profiles import FakeSettings
+from gateway.fakeupstream.profiles import CacheMode, FakeSettings
 from gateway.fakeupstream.state import ServerState
 
 
@@ -106,7 +106,8 @@ def _parse_json(raw: bytes) -> object:
 
 
 def answer_control(state: ServerState, request: Request, conn: Connection) -> None:
-    """`/_fake/*`: health, stats, reset and the fault script; never counted nor faulted."""
+    """`/_fake/*`: health, stats, reset, the fault script and the prompt-cache mode; never
+    counted nor faulted."""
     action = (request.method, request.path.rstrip("/"))
     if action == ("GET", "/_fake/health"):
         conn.respond(200, "text/plain", b"ok")
@@ -122,5 +123,14 @@ def answer_control(state: ServerState, request: Request, conn: Connection) -> No
             conn.respond(400, JSON, orjson.dumps({"error": str(exc)}))
             return
         conn.respond(200, JSON, orjson.dumps(state.script.describe()))
+    elif action == ("POST", "/_fake/cache"):
+        try:
+            mode = orjson.loads(request.body or b"{}").get("cached_tokens")
+            state.cache_mode = CacheMode(mode)
+        except (orjson.JSONDecodeError, AttributeError, ValueError):
+            known = ", ".join(m.value for m in CacheMode)
+            conn.respond(400, JSON, orjson.dumps({"error": f"cached_tokens must be {known}"}))
+            return
+        conn.respond(200, JSON, orjson.dumps({"cached_tokens": state.cache_mode.value}))
     else:
         conn.respond(404, JSON, orjson.dumps({"error": f"no control action {action}"}))

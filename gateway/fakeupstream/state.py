@@ -38,6 +38,7 @@ class ServerState:
         self.last_request: Request | None = None
         self._sequence = 0
         self._seen_prompts: set[int] = set()
+        self.cache_mode: CacheMode = self.settings.cached_tokens  # POST /_fake/cache changes it
 
     def record(self, request: Request) -> None:
         """Count a /v1 request and keep it as the last one (redacted only when read)."""
@@ -52,7 +53,7 @@ class ServerState:
 
     def cached_tokens(self, prompt_tokens: int, first_message: Any) -> int:
         """Prompt tokens to report as read from the cache, per the cache mode."""
-        mode = self.settings.cached_tokens
+        mode = self.cache_mode
         if mode is CacheMode.NONE:
             return 0
         if mode is CacheMode.REPEAT and not self._remember(first_message):

@@ -258,3 +258,16 @@ def test_the_ignore_format_fault_answers_prose_despite_the_schema(client):
     headers = {**OPENAI_AUTH, "X-Fake-Fault": "ignore_format"}
     reply = client.post("/v1/chat/completions", json=body, headers=headers).json()
     assert reply["choices"][0]["message"]["content"] == TWENTY_TOKENS
+
+
+def test_the_cache_mode_can_be_switched_at_run_time_until_reset(fake, client):
+    def cached() -> int:
+        body = chat_body("hello there, friend")  # 4 prompt tokens
+        reply = client.post("/v1/chat/completions", json=body, headers=OPENAI_AUTH).json()
+        return reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+
+    assert cached() == 0
+    fake.set_cache_mode("always")
+    assert cached() == 3
+    fake.reset()
+    assert cached() == 0

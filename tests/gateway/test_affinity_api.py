@@ -1,5 +1,6 @@
-"""Session keeping through a live gateway (SPEC R-EXE-7): a gateway of its own with
-affinity and short cooldowns on, so the shared one keeps both off."""
+"""Session keeping and cache-aware routing through a live gateway (SPEC R-EXE-6, R-EXE-7):
+a gateway of its own with affinity and short cooldowns on, so the shared one keeps both off
+(cache-aware pinning is on everywhere, but the shared fakes report no cache reads)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from gateway.processes import running_gateway
 pytestmark = pytest.mark.live
 
 LLAMA = "meta/llama-3.3-70b"
+LONG = "Summarise the quarterly report we discussed yesterday, please."  # > 1 prompt token
 
 
-def _served(client: openai.OpenAI, session: str, **extra) -> list[tuple[str, str]]:
+def _served(
+    client: openai.OpenAI, session: str, text: str = "hi", **extra
+) -> list[tuple[str, str]]:
     raw = client.chat.completions.with_raw_response.create(
         model=LLAMA,
-        messages=[{"role": "user", "content": "hi"}],
+        messages=[{"role": "user", "content": text}],
         extra_body={"session_id": session, **extra},
     )
     return [
@@ -29,8 +33,11 @@ def _served(client: openai.OpenAI, session: str, **extra) -> list[tuple[str, str
 
 @pytest.fixture
 def sticky_client(fresh_live):
-    env = {**fresh_live.env, "SWITCHYARD_SESSION_AFFINITY": "true",
-           "SWITCHYARD_COOLDOWN_BASE_S": "1", "SWITCHYARD_COOLDOWN_MAX_S": "1"}  # fmt: skip
+    env = fresh_live.own_env(
+        SWITCHYARD_SESSION_AFFINITY="true",
+        SWITCHYARD_COOLDOWN_BASE_S="1",
+        SWITCHYARD_COOLDOWN_MAX_S="1",
+    )
     with running_gateway(env) as gateway:
         yield openai.OpenAI(
             base_url=gateway.base_url, api_key=fresh_live.keys["acme"], max_retries=0
@@ -57,3 +64,22 @@ def test_r_exe_7_the_request_can_opt_out(sticky_client):
     assert _served(sticky_client, "s-3", provider={"only": ["pricey"]}) == [("pricey", "ok")]
     no_affinity = {"routing": {"session_affinity": False}}
     assert _served(sticky_client, "s-3", **no_affinity) == [("cheap", "ok")]
+
+
+def test_r_exe_6_a_conversation_stays_with_the_provider_that_cached_its_prompt(client, fresh_live):
+    # given pricey reports prompt-cache reads, and served the session once
+    fresh_live.fakes["pricey"].set_cache_mode("always")
+    only_pricey = {"provider": {"only": ["pricey"]}}
+    assert _served(client, "c-1", LONG, **only_pricey) == [("pricey", "ok")]
+    # when the session asks again, with cheap first in the price order
+    # then it stays with the provider holding its cache; other sessions do not
+    assert _served(client, "c-1", LONG) == [("pricey", "ok")]
+    assert _served(client, "c-2", LONG) == [("cheap", "ok")]
+    # and the request can opt out
+    no_cache = {"provider": {"cache_aware_routing": False}}
+    assert _served(client, "c-1", LONG, **no_cache) == [("cheap", "ok")]
+
+
+def test_r_exe_6_no_cache_read_no_pin(client, fresh_live):
+    assert _served(client, "c-3", LONG, provider={"only": ["pricey"]}) == [("pricey", "ok")]
+    assert _served(client, "c-3", LONG) == [("cheap", "ok")]  # no cached tokens reported

@@ -27,7 +27,7 @@ def _providers(client: openai.OpenAI) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def cooling_client(fresh_live):
-    env = {**fresh_live.env, "SWITCHYARD_COOLDOWN_BASE_S": "1", "SWITCHYARD_COOLDOWN_MAX_S": "2"}
+    env = fresh_live.own_env(SWITCHYARD_COOLDOWN_BASE_S="1", SWITCHYARD_COOLDOWN_MAX_S="2")
     with running_gateway(env) as gateway:
         yield openai.OpenAI(
             base_url=gateway.base_url, api_key=fresh_live.keys["acme"], max_retries=0

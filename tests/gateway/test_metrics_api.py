@@ -22,7 +22,7 @@ def _requests_total(metrics_text: str, provider: str) -> float:
 
 def test_metrics_count_requests_across_two_workers(fresh_live):
     # given a second gateway with two workers on the same installation
-    with running_gateway(fresh_live.env, workers=2) as gateway:
+    with running_gateway(fresh_live.own_env(), workers=2) as gateway:
         # when twenty requests, each on a new connection, spread over the workers
         for _ in range(20):
             with openai.OpenAI(

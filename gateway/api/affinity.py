@@ -1,0 +1,139 @@
+"""Affinity on the request path (SPEC R-EXE-6, R-EXE-7): which session a request belongs
+to, and the three things that keep a session where its caches are warm —
+
+- session keeping: the endpoint that last served the session goes first while it may serve
+  (routing/affinity.py), 24 h sliding;
+- cache-aware pinning: after a provider reports a real prompt-cache read, its endpoints go
+  first for 15 min, or 24 h for a session the client named (routing/cache_affinity.py);
+- the warm-cache boost: in an adaptive virtual model, the target that last served the
+  session weighs ×8 for 10 min (routing/adaptive.py); session keeping also keeps a
+  session on its virtual model's target (routing/virtual.py `arrange_targets`).
+
+Policy filters and cooldowns always win: each only reorders a decision's own attempt list
+or reweights targets that are not cooling. The pure rules live in routing/; this module reads
+and writes the per-process stores of gateway/runtime.py (shared through Redis when set).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest
+
+from gateway import metrics, runtime
+from gateway.api.context import CallContext
+from gateway.api.plan import TargetPins
+from gateway.execute import Target
+from routing.adaptive import WARM_CACHE_TTL_S
+from routing.affinity import keep_session
+from routing.cache_affinity import cache_aware, cached_tokens, keep_cache_pin, pin_ttl_s
+from routing.sessions import detect_session
+from routing.types import Decision, LiveState, RoutingRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    key: str  # scoped to workspace and API key (routing/sessions.py)
+    named: bool  # the client sent the id; False for the hash of the opening messages
+    keep: bool  # session keeping and the warm boost are on for this request
+    cache_aware: bool  # cache-aware pinning is on for this request
+
+
+def session_of(
+    ctx: CallContext, request: HttpRequest, body: dict[str, Any], routing: RoutingRequest
+) -> Session | None:
+    """The request's session, or None when no affinity is on for it (then nothing hashes
+    the messages)."""
+    keep = runtime.gateway_settings().session_affinity and routing.session_affinity
+    cache = cache_aware(routing.provider.extra)
+    if not (keep or cache):
+        return None
+    key, source = detect_session(
+        request.headers,
+        body,
+        workspace_id=ctx.workspace.id,
+        api_key_id=ctx.key.pk,
+        model=ctx.requested_model,
+    )
+    return Session(key=key, named=source != "hash", keep=keep, cache_aware=cache)
+
+
+def _pin_key(session: Session, model: str | None) -> str:
+    return f"{session.key}|{model or 'auto'}"
+
+
+def apply_affinity(
+    decision: Decision, model: str | None, session: Session | None, *, count: bool = True
+) -> Decision:
+    """Reorder one model's decision for the session: the prompt-cache pin, then the session
+    pin (the more specific, so it ends up first). Reads pins, writes none. `count`: off for
+    explain, which must not move the affinity counters."""
+    if session is None:
+        return decision
+    now = time.time()
+    live = LiveState(cooling=runtime.cooldowns().cooling(now))
+    if session.cache_aware:
+        provider = runtime.cache_pins().get(_pin_key(session, model), now)
+        decision, outcome = keep_cache_pin(decision, provider, live)
+        if outcome is not None and count:
+            metrics.CACHE_AFFINITY.labels(outcome).inc()
+    if session.keep:
+        pinned = runtime.session_pins().get(_pin_key(session, model), now)
+        decision, outcome = keep_session(decision, pinned, live)
+        if outcome is not None and count:
+            metrics.SESSION_AFFINITY.labels(outcome).inc()
+    return decision
+
+
+def target_pins(session: Session | None, routing: RoutingRequest) -> TargetPins:
+    """For a virtual model: the target the session is kept on, and its warm target."""
+    if session is None or routing.model is None:
+        return TargetPins()
+    now = time.time()
+    key = f"{session.key}|{routing.model}"
+    kept = runtime.session_pins().get(key, now) if session.keep else None
+    warm = runtime.warm_targets().get(key, now) if session.cache_aware else None
+    return TargetPins(
+        kept={routing.model: kept} if kept else {}, warm={routing.model: warm} if warm else {}
+    )
+
+
+def count_target_pins(outcomes: list[str]) -> None:
+    for outcome in outcomes:
+        metrics.SESSION_AFFINITY.labels(outcome).inc()
+
+
+def remember_success(
+    ctx: CallContext, session: Session | None, model: str | None, target: Target
+) -> None:
+    """After a success: the session stays on the endpoint that served it and, for a
+    virtual model, on the target that served it; that target's cache is warm."""
+    if session is None:
+        return
+    now = time.time()
+    routing = ctx.routing
+    virtual = (
+        routing.model if routing is not None and routing.model in ctx.snapshot.virtual else None
+    )
+    if session.keep:
+        runtime.session_pins().pin(_pin_key(session, model), target.endpoint.id, now)
+        if virtual is not None:
+            runtime.session_pins().pin(f"{session.key}|{virtual}", target.endpoint.model, now)
+    if session.cache_aware and virtual is not None:
+        key = f"{session.key}|{virtual}"
+        runtime.warm_targets().pin(key, target.endpoint.model, now, ttl_s=WARM_CACHE_TTL_S)
+
+
+def note_cache_read(ctx: CallContext, target: Target | None, usage: dict | None) -> None:
+    """After a response whose usage reports cached prompt tokens: pin the conversation to
+    that provider (R-EXE-6). Streams call this at their end, when the usage is known."""
+    session = ctx.session
+    if target is None or session is None or not session.cache_aware or not cached_tokens(usage):
+        return
+    model = None if ctx.routing is None or ctx.routing.auto else target.endpoint.model
+    runtime.cache_pins().pin(
+        _pin_key(session, model), target.endpoint.provider, time.time(),
+        ttl_s=pin_ttl_s(session.named),
+    )  # fmt: skip
