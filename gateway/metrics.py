@@ -42,6 +42,12 @@ SESSION_AFFINITY = Counter(
     "Requests of a pinned session: the pin honored or released (SPEC R-EXE-7).",
     ["outcome"],
 )
+CACHE_AFFINITY = Counter(
+    "cache_affinity_total",
+    "Requests of a conversation pinned to the provider holding its prompt cache: the pin "
+    "honored or released (SPEC R-EXE-6).",
+    ["outcome"],
+)
 AUTO_CLASSIFIER = Counter(
     "switchyard_auto_classifier_total",
     "Auto-router LLM classifier calls by outcome: ok, or why the local verdict was used "
