@@ -72,6 +72,10 @@ class SessionPins:
         # key -> (endpoint id, expires_at, expires_at as last told to the listener)
         self._pins: OrderedDict[str, tuple[str, float, float]] = OrderedDict()
 
+    def __len__(self) -> int:
+        """Pins held, expired ones not yet purged included (an empty store needs no key)."""
+        return len(self._pins)
+
     def get(self, key: str, now: float) -> str | None:
         entry = self._pins.get(key)
         if entry is None:

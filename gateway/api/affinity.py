@@ -17,7 +17,7 @@ and writes the per-process stores of gateway/runtime.py (shared through Redis wh
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.http import HttpRequest
@@ -33,31 +33,55 @@ from routing.sessions import detect_session
 from routing.types import Decision, LiveState, RoutingRequest
 
 
-@dataclass(frozen=True, slots=True)
 class Session:
-    key: str  # scoped to workspace and API key (routing/sessions.py)
-    named: bool  # the client sent the id; False for the hash of the opening messages
-    keep: bool  # session keeping and the warm boost are on for this request
-    cache_aware: bool  # cache-aware pinning is on for this request
+    """A request's session, detected lazily: hashing the opening messages is paid only when
+    a pin store with pins in it is consulted, or a pin is written."""
+
+    __slots__ = ("_detect", "_key", "_named", "keep", "cache_aware")
+
+    def __init__(
+        self, detect: Callable[[], tuple[str, str]], *, keep: bool, cache_aware: bool
+    ) -> None:
+        self._detect = detect
+        self._key: str | None = None
+        self._named = False
+        self.keep = keep  # session keeping and virtual-target pins are on for this request
+        self.cache_aware = cache_aware  # cache-aware pinning and the warm boost are on
+
+    @property
+    def key(self) -> str:
+        """Scoped to workspace and API key (routing/sessions.py)."""
+        if self._key is None:
+            self._key, source = self._detect()
+            self._named = source != "hash"
+        return self._key
+
+    @property
+    def named(self) -> bool:
+        """The client sent the id; False for the hash of the opening messages."""
+        _ = self.key
+        return self._named
 
 
 def session_of(
     ctx: CallContext, request: HttpRequest, body: dict[str, Any], routing: RoutingRequest
 ) -> Session | None:
-    """The request's session, or None when no affinity is on for it (then nothing hashes
-    the messages)."""
+    """The request's session, or None when no affinity is on for it."""
     keep = runtime.gateway_settings().session_affinity and routing.session_affinity
     cache = cache_aware(routing.provider.extra)
     if not (keep or cache):
         return None
-    key, source = detect_session(
-        request.headers,
-        body,
-        workspace_id=ctx.workspace.id,
-        api_key_id=ctx.key.pk,
-        model=ctx.requested_model,
+    return Session(
+        lambda: detect_session(
+            request.headers,
+            body,
+            workspace_id=ctx.workspace.id,
+            api_key_id=ctx.key.pk,
+            model=ctx.requested_model,
+        ),
+        keep=keep,
+        cache_aware=cache,
     )
-    return Session(key=key, named=source != "hash", keep=keep, cache_aware=cache)
 
 
 def _pin_key(session: Session, model: str | None) -> str:
@@ -74,12 +98,12 @@ def apply_affinity(
         return decision
     now = time.time()
     live = LiveState(cooling=runtime.cooldowns().cooling(now))
-    if session.cache_aware:
+    if session.cache_aware and len(runtime.cache_pins()):
         provider = runtime.cache_pins().get(_pin_key(session, model), now)
         decision, outcome = keep_cache_pin(decision, provider, live)
         if outcome is not None and count:
             metrics.CACHE_AFFINITY.labels(outcome).inc()
-    if session.keep:
+    if session.keep and len(runtime.session_pins()):
         pinned = runtime.session_pins().get(_pin_key(session, model), now)
         decision, outcome = keep_session(decision, pinned, live)
         if outcome is not None and count:
@@ -87,9 +111,11 @@ def apply_affinity(
     return decision
 
 
-def target_pins(session: Session | None, routing: RoutingRequest) -> TargetPins:
+def target_pins(
+    session: Session | None, routing: RoutingRequest, virtual: Mapping[str, Any]
+) -> TargetPins:
     """For a virtual model: the target the session is kept on, and its warm target."""
-    if session is None or routing.model is None:
+    if session is None or routing.model is None or routing.model not in virtual:
         return TargetPins()
     now = time.time()
     key = f"{session.key}|{routing.model}"

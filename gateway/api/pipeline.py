@@ -108,7 +108,7 @@ async def route_and_execute(
     ctx.routing = routing
     session = ctx.session = affinity.session_of(ctx, request, body, routing)
     chain, pin_outcomes = plan.model_chain(
-        ctx.snapshot, routing, rng, affinity.target_pins(session, routing)
+        ctx.snapshot, routing, rng, affinity.target_pins(session, routing, ctx.snapshot.virtual)
     )
     affinity.count_target_pins(pin_outcomes)
     last_error: ApiError | None = None
@@ -233,7 +233,7 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     session = affinity.session_of(ctx, request, body, routing)
     decisions = []
     chain, _outcomes = plan.model_chain(
-        ctx.snapshot, routing, rng, affinity.target_pins(session, routing)
+        ctx.snapshot, routing, rng, affinity.target_pins(session, routing, ctx.snapshot.virtual)
     )
     for model in chain:
         decision = plan.decide_model(ctx, routing, model, rng)
