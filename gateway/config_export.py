@@ -37,7 +37,7 @@ def export_config(*, workspace: str | None = None) -> dict[str, Any]:
             for row in Endpoint.objects.select_related("provider", "model").order_by("id")
         ],
         "virtual_models": [
-            {"slug": row.slug, "strategy": row.strategy, "targets": row.targets}
+            {"slug": row.slug, "strategy": row.strategy, "targets": row.targets, **row.adaptive}
             for row in VirtualModel.objects.order_by("slug")
         ],
         "workspaces": [_workspace(row) for row in workspaces],

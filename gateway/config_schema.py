@@ -52,7 +52,8 @@ ENDPOINT_KEYS = (
     "id", "provider", "model", "upstream_model", "region", "base_url", "price", "status",
     "sovereignty_class", "partner", "timeouts",
 )  # fmt: skip
-VIRTUAL_MODEL_KEYS = ("slug", "strategy", "targets")
+VIRTUAL_MODEL_KEYS = ("slug", "strategy", "targets", "objective", "min_weight_fraction")
+ADAPTIVE_OBJECTIVES = ("balanced", "cost", "latency")  # SPEC R-EXE-5
 DEFAULT_CONTEXT_WINDOW = 8192  # the Model column's default
 SLUG_HINT = "a slug (letters, digits, '-' and '_')"
 NAME_HINT = "a name (letters, digits and . _ : / -, starting with a letter or digit)"
@@ -230,10 +231,29 @@ def _virtual_models(
         if fields.has("targets") and not targets and isinstance(fields.raw["targets"], list):
             fields.error("targets", "must name at least one model")
         strategy = fields.choice("strategy", vocabulary.virtual_strategies, default="round_robin")
-        specs.append(VirtualModelSpec(slug=slug, strategy=strategy, targets=tuple(targets)))
+        specs.append(
+            VirtualModelSpec(
+                slug=slug, strategy=strategy, targets=tuple(targets),
+                adaptive=_adaptive_options(fields, strategy),
+            )
+        )  # fmt: skip
     check_unique(root.issues, [(f"virtual_models[{i}].slug", s.slug) for i, s in enumerate(specs)])
     _check_cycles(root.issues, specs, existing)
     return tuple(specs)
+
+
+def _adaptive_options(fields: Fields, strategy: str) -> dict[str, Any]:
+    """`objective` and `min_weight_fraction` of an adaptive virtual model (R-EXE-5)."""
+    options: dict[str, Any] = {}
+    for key in ("objective", "min_weight_fraction"):
+        if fields.has(key) and strategy != "adaptive":
+            fields.error(key, "only applies to strategy adaptive")
+            return {}
+    if fields.has("objective"):
+        options["objective"] = fields.choice("objective", ADAPTIVE_OBJECTIVES)
+    if fields.has("min_weight_fraction"):
+        options["min_weight_fraction"] = fields.number("min_weight_fraction", maximum=1.0)
+    return options
 
 
 def _check_cycles(issues: Issues, specs: list[VirtualModelSpec], existing: Existing) -> None:

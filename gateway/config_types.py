@@ -85,6 +85,7 @@ class VirtualModelSpec:
     slug: str
     strategy: str
     targets: tuple[Mapping[str, Any], ...]  # {"model": slug, "weight": number}, as stored
+    adaptive: Mapping[str, Any] = field(default_factory=dict)  # objective, min_weight_fraction
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from gateway.models import ConfigVersion
+from routing.adaptive import MIN_WEIGHT_FRACTION
 from routing.autorouter import AutoSettings, auto_settings
 from routing.benchmarks import catalog_scores
 from routing.models import Endpoint, Model, Provider, VirtualModel
@@ -85,6 +86,8 @@ class VirtualEntry:
     slug: str
     strategy: str  # round_robin | cost | weighted_random | adaptive
     targets: tuple[tuple[str, float], ...]  # (model or virtual model slug, weight)
+    objective: str = "balanced"  # adaptive only: how price enters the weight (R-EXE-5)
+    min_weight_fraction: float = MIN_WEIGHT_FRACTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +215,10 @@ def load_snapshot() -> Snapshot:
                 slug=v.slug,
                 strategy=v.strategy,
                 targets=tuple((t["model"], float(t.get("weight", 1))) for t in v.targets),
+                objective=v.adaptive.get("objective", "balanced"),
+                min_weight_fraction=float(
+                    v.adaptive.get("min_weight_fraction", MIN_WEIGHT_FRACTION)
+                ),
             )
             for v in VirtualModel.objects.all()
         }

@@ -79,6 +79,8 @@ class VirtualModel(models.Model):
         max_length=16, choices=_choices(VIRTUAL_STRATEGIES), default="round_robin"
     )
     targets = models.JSONField(default=list)  # [{"model": slug, "weight": 1}]
+    # Strategy `adaptive` only: {"objective": balanced|cost|latency, "min_weight_fraction"}
+    adaptive = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

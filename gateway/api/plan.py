@@ -16,7 +16,7 @@ from django.http import HttpRequest
 from gateway import runtime
 from gateway.api.context import CallContext
 from gateway.api.errors import ApiError, invalid
-from gateway.snapshot import Snapshot
+from gateway.snapshot import Snapshot, VirtualEntry
 from routing.adaptive import adaptive_order
 from routing.autorouter import first_model_only, narrow_for_auto
 from routing.benchmarks import relevant
@@ -100,7 +100,7 @@ class _Expansion:
         cooling, unhealthy = self._target_health(entry.targets)
         cheapest = {t: _cheapest_price(self.snap, t) for t, _weight in entry.targets}
         if entry.strategy == "adaptive":
-            ordered = self._adaptive_order(entry.targets, cheapest, cooling, slug)
+            ordered = self._adaptive_order(entry, cheapest, cooling)
         else:
             ordered = order_targets(
                 entry.strategy,
@@ -131,20 +131,28 @@ class _Expansion:
         return frozenset(cooling), frozenset(unhealthy)
 
     def _adaptive_order(
-        self, targets: tuple[tuple[str, float], ...], cheapest: dict[str, float],
-        cooling: frozenset[str], slug: str,
-    ) -> tuple[str, ...]:  # fmt: skip
-        """R-EXE-5 for a virtual model: P2C on peak-EWMA load among its targets (models);
-        the session's warm target gets the warm-cache boost (R-EXE-6)."""
+        self, entry: VirtualEntry, cheapest: dict[str, float], cooling: frozenset[str]
+    ) -> tuple[str, ...]:
+        """R-EXE-5 for a virtual model: P2C on peak-EWMA load among its targets (models),
+        weights shaped by its objective; the session's warm target gets the warm-cache
+        boost (R-EXE-6)."""
         error_rate: dict[str, float] = {}
-        for target, _weight in targets:
+        for target, _weight in entry.targets:
             stats = [self.live.stats[e.id] for e in self.snap.endpoints.get(target, ())
                      if e.id in self.live.stats]  # fmt: skip
             rates = [s.error_rate or 0.0 for s in stats]
             error_rate[target] = sum(rates) / len(rates) if rates else 0.0
-        return adaptive_order(targets, state=runtime.adaptive(), price=cheapest,
-                              error_rate=error_rate, cooling=cooling, rng=self.rng,
-                              warm=self.pins.warm.get(slug))  # fmt: skip
+        return adaptive_order(
+            entry.targets,
+            state=runtime.adaptive(),
+            price=cheapest,
+            error_rate=error_rate,
+            cooling=cooling,
+            rng=self.rng,
+            objective=entry.objective,
+            min_weight_fraction=entry.min_weight_fraction,
+            warm=self.pins.warm.get(entry.slug),
+        )
 
 
 def model_chain(

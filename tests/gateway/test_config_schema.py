@@ -150,6 +150,13 @@ def test_empty_file_is_an_empty_configuration() -> None:
           "(not in this file or the database)"]),
         ("zero weight", virtual(targets=[{"model": LLAMA, "weight": 0}]),
          ["virtual_models[0].targets[0].weight: must be > 0"]),
+        ("objective without adaptive", virtual(objective="cost"),
+         ["virtual_models[0].objective: only applies to strategy adaptive"]),
+        ("bad objective", virtual(strategy="adaptive", objective="quality"),
+         ["virtual_models[0].objective: must be one of balanced, cost, latency "
+          "(got 'quality')"]),
+        ("floor above 1", virtual(strategy="adaptive", min_weight_fraction=2),
+         ["virtual_models[0].min_weight_fraction: must be ≤ 1"]),
         ("bad strategy", virtual(strategy="best"),
          ["virtual_models[0].strategy: must be one of round_robin, cost, weighted_random, "
           "adaptive (got 'best')"]),
@@ -326,3 +333,9 @@ def test_benchmarks_keep_their_source_so_self_reported_scores_can_be_ignored() -
     raw = {"mmlu_pro": 0.69, "swe_bench": {"score": 41, "source": "provider"}}
     config = parse_config(catalog(models=[MODEL | {"benchmarks": raw}]), vocabulary=vocabulary())
     assert config.models[0].benchmarks == raw
+
+
+def test_an_adaptive_virtual_model_keeps_its_objective_and_floor() -> None:
+    data = virtual(strategy="adaptive", objective="cost", min_weight_fraction=0.1)
+    config = parse_config(data, vocabulary=vocabulary())
+    assert config.virtual_models[0].adaptive == {"objective": "cost", "min_weight_fraction": 0.1}
