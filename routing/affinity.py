@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
-from routing.types import Decision, LiveState
+from routing.types import Decision, EndpointInfo, LiveState
 
 SESSION_TTL_S = 24 * 3600.0  # a session pin lives up to 24 h of activity (PH), sliding
 # A pin that only slid is told again once the expiry other replicas hold is off by more than
@@ -44,12 +44,14 @@ def keep_session(
         return decision, None  # one eligible target: nothing for the selector to decide
     index = ids.index(pinned)
     ordered = (decision.ordered[index], *decision.ordered[:index], *decision.ordered[index + 1 :])
+    return reordered(decision, ordered, f"Session kept on {pinned} (affinity)."), "honored"
+
+
+def reordered(decision: Decision, ordered: tuple[EndpointInfo, ...], note: str) -> Decision:
+    """The decision with its attempt list (and scores) in a new order, and a note why."""
     by_id = {s.endpoint_id: s for s in decision.scored}
     scored = tuple(by_id[e.id] for e in ordered if e.id in by_id)
-    note = f"Session kept on {pinned} (affinity)."
-    return replace(
-        decision, ordered=ordered, scored=scored, notes=(*decision.notes, note)
-    ), "honored"
+    return replace(decision, ordered=ordered, scored=scored, notes=(*decision.notes, note))
 
 
 class SessionPins:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from routing.affinity import reordered
 from routing.types import Decision, LiveState
 
 CACHE_PIN_TTL_S = 15 * 60.0
@@ -57,9 +58,5 @@ def keep_cache_pin(
         return decision, "honored"
     first = {e.id for e in usable}
     ordered = (*usable, *(e for e in decision.ordered if e.id not in first))
-    by_id = {s.endpoint_id: s for s in decision.scored}
-    scored = tuple(by_id[e.id] for e in ordered if e.id in by_id)
     note = f"Kept on {provider}, which holds this conversation's prompt cache."
-    return replace(
-        decision, ordered=ordered, scored=scored, notes=(*decision.notes, note)
-    ), "honored"
+    return reordered(decision, ordered, note), "honored"
