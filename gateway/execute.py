@@ -190,11 +190,14 @@ async def open_stream(
 
 class AttemptObserver(Protocol):
     """Told when an attempt starts and ends (the adaptive strategy's in-flight counts and
-    latency samples); `latency_ms` is None for a failed attempt."""
+    latency samples, cooldowns): `latency_ms` is None unless it succeeded, `failure` is
+    its failure (None for a success, and for an attempt cancelled by the client)."""
 
     def started(self, endpoint: EndpointInfo) -> None: ...
 
-    def finished(self, endpoint: EndpointInfo, latency_ms: float | None) -> None: ...
+    def finished(
+        self, endpoint: EndpointInfo, latency_ms: float | None, failure: AttemptFailed | None
+    ) -> None: ...
 
 
 async def execute(
@@ -238,6 +241,7 @@ async def _attempt(
     started = time.perf_counter()
     ep = target.endpoint
     sample_ms: float | None = None
+    failed: AttemptFailed | None = None
     if observer is not None:
         observer.started(ep)
     try:
@@ -261,7 +265,7 @@ async def _attempt(
                 retry_after_seconds(failure.retry_after),
             )  # fmt: skip
         )
-        outcome.failure = failure
+        outcome.failure = failed = failure
         outcome.failures.append(failure)
         return failure
     else:
@@ -273,7 +277,7 @@ async def _attempt(
         return None
     finally:
         if observer is not None:
-            observer.finished(ep, sample_ms)
+            observer.finished(ep, sample_ms, failed)
 
 
 async def relay(

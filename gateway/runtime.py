@@ -151,7 +151,7 @@ class AdaptiveObserver:
         _adaptive.started(endpoint.model)
         metrics.IN_FLIGHT.labels(endpoint.model).inc()
 
-    def finished(self, endpoint: EndpointInfo, latency_ms: float | None) -> None:
+    def finished(self, endpoint: EndpointInfo, latency_ms: float | None, _failure: object) -> None:
         _adaptive.finished(endpoint.model, latency_ms, time.time())
         metrics.IN_FLIGHT.labels(endpoint.model).dec()
         if endpoint.model in _adaptive.ewma:

@@ -129,7 +129,7 @@ async def route_and_execute(
             stream=ctx.stream,
             ids=ctx.completion_ids,
             deadline_s=deadline_s(ctx, gateway),
-            observer=ADAPTIVE_OBSERVER,
+            observer=report.AttemptRecorder(ctx, ADAPTIVE_OBSERVER),
         )
         ctx.attempts.extend(outcome.attempts)
         if outcome.failure is None:

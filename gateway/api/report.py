@@ -14,8 +14,10 @@ from gateway import metrics, runtime
 from gateway.api.affinity import note_cache_read
 from gateway.api.context import CallContext
 from gateway.api.plan import request_json
+from gateway.attempts import AttemptFailed, retry_after_seconds
 from gateway.execute import Target
 from routing.live import Observation, failure_kind
+from routing.types import EndpointInfo
 
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
@@ -149,13 +151,11 @@ CLIENT_FAULTS = frozenset({400, 413, 422})  # the request's fault, not the endpo
 
 
 def _observe_live(ctx: CallContext, usage: dict[str, Any] | None, stream_broke: bool) -> None:
-    """Feed every attempt into the live metrics and cooldowns the router reads (R-OBS-2,
-    R-EXE-2, R-EXE-3, R-EXE-4)."""
+    """Feed every attempt into the live metrics the router reads (R-OBS-2, R-EXE-2,
+    R-EXE-4). Cooldowns are fed as each attempt ends (`AttemptRecorder`)."""
     now = time.time()
     live = runtime.live()
-    cooldowns = runtime.cooldowns()
     completion = int((usage or {}).get("completion_tokens") or 0)
-    policy_cooldown = ctx.workspace.cooldown  # the workspace's base_s / max_s, if set
     for attempt in ctx.attempts:
         if attempt.http_status in CLIENT_FAULTS:
             continue
@@ -170,16 +170,44 @@ def _observe_live(ctx: CallContext, usage: dict[str, Any] | None, stream_broke: 
             kind="" if ok else failure_kind(attempt.http_status),
         )
         live.observe(attempt.endpoint, attempt.provider, observation)
-        if ok:
-            cooldowns.success(attempt.endpoint)
-            continue
+
+
+# Failures that say nothing about the endpoint: the request cannot be expressed in its API,
+# or this workspace has no credential for it.
+NOT_THE_ENDPOINTS = frozenset({"unsupported_request", "no_credential"})
+
+
+class AttemptRecorder:
+    """The executor's observer for one request: the adaptive state's in-flight counts and
+    latency samples, and the cooldowns (R-EXE-3) as soon as each attempt ends — not when the
+    whole request ends, so a 429 storm cools the endpoint one failover sooner for the
+    requests arriving meanwhile. Cooldown lengths follow the workspace's policy."""
+
+    def __init__(self, ctx: CallContext, adaptive: runtime.AdaptiveObserver) -> None:
+        self.cooldown = ctx.workspace.cooldown  # base_s / max_s, if the policy sets them
+        self.adaptive = adaptive
+
+    def started(self, endpoint: EndpointInfo) -> None:
+        self.adaptive.started(endpoint)
+
+    def finished(
+        self, endpoint: EndpointInfo, latency_ms: float | None, failure: AttemptFailed | None
+    ) -> None:
+        self.adaptive.finished(endpoint, latency_ms, failure)
+        cooldowns = runtime.cooldowns()
+        if failure is None:
+            if latency_ms is not None:
+                cooldowns.success(endpoint.id)
+            return
+        if failure.kind in NOT_THE_ENDPOINTS or failure.http_status in CLIENT_FAULTS:
+            return
         started = cooldowns.failure(
-            attempt.endpoint,
-            attempt.http_status,
-            now,
-            attempt.retry_after_s,
-            base_s=policy_cooldown.get("base_s"),
-            max_s=policy_cooldown.get("max_s"),
+            endpoint.id,
+            failure.http_status,
+            time.time(),
+            retry_after_seconds(failure.retry_after),
+            base_s=self.cooldown.get("base_s"),
+            max_s=self.cooldown.get("max_s"),
         )
         if started is not None:
-            metrics.COOLDOWNS.labels(attempt.provider, attempt.endpoint, started.reason).inc()
+            metrics.COOLDOWNS.labels(endpoint.provider, endpoint.id, started.reason).inc()

@@ -2,8 +2,9 @@
 adaptive load state, session pins, the round-robin counter — and how a finished request
 feeds it. The same bookkeeping runs under every strategy, as in the gateway.
 
-`record` restates gateway/api/report.py `_observe_live`, and `started`/`finished` the
-gateway's `AdaptiveObserver` (gateway/runtime.py); both sit in modules that import Django.
+`record` restates gateway/api/report.py `_observe_live`, and `started`/`finished` its
+`AttemptRecorder` (adaptive state and cooldowns as each attempt ends); both sit in modules
+that import Django.
 Keep them in step.
 """
 
@@ -48,14 +49,19 @@ class GatewayState:
         self.adaptive.started(endpoint.model)
 
     def finished(self, attempt: AttemptResult, now_s: float) -> None:
-        """An attempt ended: a latency sample for successes only, as the gateway takes."""
+        """An attempt ended: a latency sample for successes only, as the gateway takes, and
+        its cooldown bookkeeping at once (gateway/api/report.py `AttemptRecorder`)."""
         latency = attempt.latency_ms if attempt.ok else None
         self.adaptive.finished(attempt.endpoint.model, latency, now_s)
+        if attempt.ok:
+            self.cooldowns.success(attempt.endpoint.id)
+        else:
+            self.cooldowns.failure(attempt.endpoint.id, attempt.status, now_s)
 
     def record(
         self, attempts: Sequence[AttemptResult], completion_tokens: int, now_s: float
     ) -> None:
-        """After the request: every attempt into live metrics and cooldowns (R-EXE-2..4)."""
+        """After the request: every attempt into live metrics (R-EXE-2, R-EXE-4)."""
         for attempt in attempts:
             endpoint = attempt.endpoint
             seconds = attempt.latency_ms / 1000
@@ -70,10 +76,6 @@ class GatewayState:
                     kind="" if attempt.ok else failure_kind(attempt.status),
                 ),
             )
-            if attempt.ok:
-                self.cooldowns.success(endpoint.id)
-            else:
-                self.cooldowns.failure(endpoint.id, attempt.status, now_s)
 
     def pin(
         self, session: str, endpoint: EndpointInfo, now_s: float, virtual: str | None = None

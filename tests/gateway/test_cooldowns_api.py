@@ -4,6 +4,7 @@ cooldowns, on the shared installation, so the other tests keep theirs off."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import orjson
@@ -52,3 +53,19 @@ def test_r_exe_3_a_dead_key_is_skipped_at_once_for_the_maximum(cooling_client, f
     assert _providers(cooling_client) == [("pricey", "ok")]
     time.sleep(1.0)
     assert _providers(cooling_client) == [("cheap", "ok")]
+
+
+def test_r_exe_3_the_cooldown_starts_when_the_attempt_fails_not_when_the_request_ends(
+    cooling_client, fresh_live
+):
+    # given a request whose cheap attempt gets a 429 and whose failover is slow (600 ms)
+    fresh_live.fakes["cheap"].set_faults(["status:429"])
+    fresh_live.fakes["pricey"].set_faults(["latency:600"])
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(_providers, cooling_client)
+        time.sleep(0.25)  # its 429 is in; it is still waiting for pricey
+        # when another request arrives meanwhile
+        second = _providers(cooling_client)
+        # then it already skips the cooling endpoint
+        assert second == [("pricey", "ok")]
+        assert first.result() == [("cheap", "error"), ("pricey", "ok")]
