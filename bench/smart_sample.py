@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from bench import auto_sample
 from bench.sample_requests import DEFAULT_COUNT, DEFAULT_SEED, TEMPLATES, SampleRequest, generate
 from routing import tiers, workload
 from routing.auto_classify import classify_locally
@@ -356,9 +357,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.count < 1:
         parser.error("--count must be at least 1")
-    report = build_report(generate(args.count, args.seed), load_demo(), args.seed)
+    requests = generate(args.count, args.seed)
+    report = build_report(requests, load_demo(), args.seed)
     print(render(report))
+    print("\n".join(_auto(requests, report, args.seed)))
     return 0
+
+
+def _auto(requests: Sequence[SampleRequest], report: SampleReport, seed: int) -> list[str]:
+    """The auto router's first choice per request, and what that costs against the tiers."""
+    bodies = [(r.body, output_tokens(r)) for r in requests]
+    choices = auto_sample.choose(bodies, _parse(DEMO_CONFIG), WORKSPACE, seed)
+    total = len(choices)
+    per_1k = sum((c.cost_usd for c in choices), start=Decimal(0)) * REQUESTS_PER_REPORT_UNIT / total
+    by_workload: dict[str, Counter[str]] = {}
+    for row, choice in zip(report.rows, choices, strict=True):
+        by_workload.setdefault(row.workload, Counter())[choice.model or "(none)"] += 1
+    lines = [
+        "",
+        '#### The auto router (`"model": "auto"`, local classifier, fresh gateway)',
+        "",
+        "| model chosen first | requests | share |",
+        "|---|---:|---:|",
+    ]
+    for model, count in Counter(c.model or "(none)" for c in choices).most_common():
+        lines.append(f"| `{model}` | {count} | {_pct(count, total)} |")
+    lines += ["", "| workload | first choices |", "|---|---|"]
+    for name, counts in sorted(by_workload.items(), key=lambda item: -sum(item[1].values())):
+        chosen = ", ".join(f"`{m}` {n}" for m, n in counts.most_common())
+        lines.append(f"| {name} | {chosen} |")
+    hard = report.cost_per_1k_usd(HARD)
+    lines += [
+        "",
+        f"Cost per 1k requests with the auto router: {per_1k:.2f} USD, against"
+        f" {report.cost_per_1k_usd(None):.2f} with smart tiers and {hard:.2f} with everything"
+        f" on the hard tier ({(hard - per_1k) / hard * 100:.1f}% less). Priced at each"
+        " choice's own endpoint; no live metrics, so latency and error rate are neutral.",
+    ]
+    return lines
 
 
 if __name__ == "__main__":

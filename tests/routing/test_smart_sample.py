@@ -251,3 +251,19 @@ def test_report_renders_the_counts_and_costs(report):
     assert f"| smart tiers | {report.cost_per_1k_usd(None):.2f} |" in text
     assert f"| everything to hard | {report.cost_per_1k_usd(HARD):.2f} |" in text
     assert f"cost {report.saving_pct():.1f}% less" in text
+
+
+def test_r_auto_3_the_auto_router_over_the_sample_uses_the_real_decide(sample):
+    from bench import auto_sample
+    from bench.smart_sample import DEMO_CONFIG, WORKSPACE, _parse, output_tokens
+
+    bodies = [(r.body, output_tokens(r)) for r in sample]
+    choices = auto_sample.choose(bodies, _parse(DEMO_CONFIG), WORKSPACE, seed=1)
+    assert len(choices) == len(sample)
+    assert all(c.model for c in choices)  # the demo workspace leaves every request a model
+    # a request with an image can only go to the vision-capable model
+    for request, choice in zip(sample, choices, strict=True):
+        if request.template == "image":
+            assert choice.model == "anthropic/claude-sonnet-4"
+    # deterministic: auto scoring draws nothing at random
+    assert auto_sample.choose(bodies, _parse(DEMO_CONFIG), WORKSPACE, seed=2) == choices
