@@ -58,14 +58,22 @@ def test_r_exe_3_a_dead_key_is_skipped_at_once_for_the_maximum(cooling_client, f
 def test_r_exe_3_the_cooldown_starts_when_the_attempt_fails_not_when_the_request_ends(
     cooling_client, fresh_live
 ):
-    # given a request whose cheap attempt gets a 429 and whose failover is slow (600 ms)
+    # given a request whose cheap attempt gets a 429 and whose failover is slow (900 ms)
     fresh_live.fakes["cheap"].set_faults(["status:429"])
-    fresh_live.fakes["pricey"].set_faults(["latency:600"])
+    fresh_live.fakes["pricey"].set_faults(["latency:900"])
     with ThreadPoolExecutor(1) as pool:
         first = pool.submit(_providers, cooling_client)
-        time.sleep(0.25)  # its 429 is in; it is still waiting for pricey
+        _wait_until_served(fresh_live.fakes["cheap"], requests=1)  # its 429 went out …
+        time.sleep(0.2)  # … and reached the gateway; it is still waiting for pricey
         # when another request arrives meanwhile
         second = _providers(cooling_client)
         # then it already skips the cooling endpoint
         assert second == [("pricey", "ok")]
         assert first.result() == [("cheap", "error"), ("pricey", "ok")]
+
+
+def _wait_until_served(fake, requests: int, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while fake.stats()["requests"] < requests:
+        assert time.monotonic() < deadline, "the fake never saw the request"
+        time.sleep(0.01)
