@@ -87,7 +87,7 @@ workspaces:
     name: Auto classifier
     policy: {{max_attempts: 3, routing_mode: price}}
     auto_router:
-      classifier: {{model: meta/llama-3.3-70b, timeout_ms: 400}}
+      classifier: {{model: meta/llama-3.3-70b, timeout_ms: 1000}}
 """
 
 

@@ -1,7 +1,7 @@
 """The auto router through a live gateway (SPEC R-AUTO-2, R-AUTO-3): the LLM classifier is a
 real child request with its own trace, and any failure of it falls back to the local
 classifier without failing the client's request. Workspace `autoclf` (tests/live.py) asks
-meta/llama-3.3-70b, whose cheapest endpoint is the `cheap` fake, with a 400 ms timeout."""
+meta/llama-3.3-70b, whose cheapest endpoint is the `cheap` fake, with a 1 s timeout."""
 
 from __future__ import annotations
 
