@@ -24,7 +24,9 @@ def _attempts(raw) -> list[tuple[str, str, int | None]]:
     [("status:503", 503), ("status:429", 429), ("status:500", 500), ("disconnect", None),
      ("malformed", None)],
 )  # fmt: skip
-def test_retryable_failure_fails_over_to_the_next_endpoint(client, fresh_live, fault, http_status):
+def test_r_exe_1_retryable_failure_fails_over_to_the_next_endpoint(
+    client, fresh_live, fault, http_status
+):
     # given the cheapest endpoint fails once
     fresh_live.fakes["cheap"].set_faults([fault])
     # when
@@ -36,7 +38,7 @@ def test_retryable_failure_fails_over_to_the_next_endpoint(client, fresh_live, f
     assert _attempts(raw) == [("cheap", "error", http_status), ("pricey", "ok", 200)]
 
 
-def test_first_byte_timeout_fails_over(client, fresh_live):
+def test_r_exe_1_first_byte_timeout_fails_over(client, fresh_live):
     fresh_live.fakes["cheap"].set_faults(["hang"])
     raw = client.chat.completions.with_raw_response.create(
         model="meta/llama-3.3-70b", messages=MESSAGES, stream=True
@@ -46,7 +48,7 @@ def test_first_byte_timeout_fails_over(client, fresh_live):
     assert _attempts(raw) == [("cheap", "error", None), ("pricey", "ok", 200)]
 
 
-def test_in_band_stream_error_before_content_fails_over(client, fresh_live):
+def test_r_exe_1_in_band_stream_error_before_content_fails_over(client, fresh_live):
     fresh_live.fakes["cheap"].set_faults(["error_event"])
     raw = client.chat.completions.with_raw_response.create(
         model="meta/llama-3.3-70b", messages=MESSAGES, stream=True
@@ -56,7 +58,7 @@ def test_in_band_stream_error_before_content_fails_over(client, fresh_live):
     assert _attempts(raw)[0][:2] == ("cheap", "error")
 
 
-def test_killed_provider_fails_over_with_200s(client, fresh_live):
+def test_r_exe_1_killed_provider_fails_over_with_200s(client, fresh_live):
     # given the preferred provider is down for every request
     fresh_live.fakes["cheap"].set_faults(down=True)
     # when several requests are made
@@ -69,7 +71,7 @@ def test_killed_provider_fails_over_with_200s(client, fresh_live):
         assert _attempts(raw) == [("cheap", "error", 503), ("pricey", "ok", 200)]
 
 
-def test_client_error_from_upstream_is_not_retried(client, fresh_live):
+def test_r_exe_1_client_error_from_upstream_is_not_retried(client, fresh_live):
     fresh_live.fakes["cheap"].set_faults(["status:400"])
     with pytest.raises(openai.BadRequestError) as caught:
         client.chat.completions.create(model="meta/llama-3.3-70b", messages=MESSAGES)
@@ -77,7 +79,7 @@ def test_client_error_from_upstream_is_not_retried(client, fresh_live):
     assert fresh_live.fakes["pricey"].stats()["requests"] == 0
 
 
-def test_all_attempts_failing_is_a_503_listing_them(client, fresh_live):
+def test_r_exe_1_all_attempts_failing_is_a_503_listing_them(client, fresh_live):
     fresh_live.fakes["cheap"].set_faults(down=True)
     fresh_live.fakes["pricey"].set_faults(down=True)
     with pytest.raises(openai.APIStatusError) as caught:
@@ -89,7 +91,7 @@ def test_all_attempts_failing_is_a_503_listing_them(client, fresh_live):
     assert caught.value.response.headers["x-switchyard-attempts"]
 
 
-def test_no_retry_once_stream_bytes_reached_the_client(fresh_live):
+def test_r_exe_1_no_retry_once_stream_bytes_reached_the_client(fresh_live):
     # given the cheapest endpoint drops its stream after 3 chunks
     fresh_live.fakes["cheap"].set_faults(["drop_mid_stream:3"])
     # when
@@ -109,7 +111,7 @@ def test_no_retry_once_stream_bytes_reached_the_client(fresh_live):
     assert fresh_live.fakes["pricey"].stats()["requests"] == 0
 
 
-def test_killing_the_preferred_provider_mid_run_fails_over_with_200s(fresh_live, tmp_path):
+def test_r_exe_1_killing_the_preferred_provider_mid_run_fails_over_with_200s(fresh_live, tmp_path):
     # given two new providers for a new model, applied while the gateway runs
     from gateway.fakeupstream.process import running_fake_upstream
     from tests.live import UPSTREAM_KEY
