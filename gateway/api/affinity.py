@@ -97,17 +97,20 @@ def apply_affinity(
     if session is None:
         return decision
     now = time.time()
-    live = LiveState(cooling=runtime.cooldowns().cooling(now))
+    provider = pinned = None
     if session.cache_aware and len(runtime.cache_pins()):
         provider = runtime.cache_pins().get(_pin_key(session, model), now)
-        decision, outcome = keep_cache_pin(decision, provider, live)
-        if outcome is not None and count:
-            metrics.CACHE_AFFINITY.labels(outcome).inc()
     if session.keep and len(runtime.session_pins()):
         pinned = runtime.session_pins().get(_pin_key(session, model), now)
-        decision, outcome = keep_session(decision, pinned, live)
-        if outcome is not None and count:
-            metrics.SESSION_AFFINITY.labels(outcome).inc()
+    if provider is None and pinned is None:
+        return decision  # the common case: no pin, no cooldown set to build
+    live = LiveState(cooling=runtime.cooldowns().cooling(now))
+    decision, outcome = keep_cache_pin(decision, provider, live)
+    if outcome is not None and count:
+        metrics.CACHE_AFFINITY.labels(outcome).inc()
+    decision, outcome = keep_session(decision, pinned, live)
+    if outcome is not None and count:
+        metrics.SESSION_AFFINITY.labels(outcome).inc()
     return decision
 
 

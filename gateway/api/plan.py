@@ -9,6 +9,7 @@ import random
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from django.http import HttpRequest
@@ -23,7 +24,7 @@ from routing.benchmarks import relevant
 from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
 from routing.scoring import blended_price
-from routing.types import Decision, RoutingRequest
+from routing.types import Decision, LiveState, RoutingRequest
 from routing.virtual import arrange_targets, order_targets
 
 MAX_VIRTUAL_DEPTH = 4  # virtual models may nest; deeper chains are configuration mistakes
@@ -81,14 +82,20 @@ class TargetPins:
 
 
 class _Expansion:
-    """One request's walk through its virtual models, with the live state read once."""
+    """One request's walk through its virtual models, with the live state read once — and
+    only when a virtual model is met (a concrete model needs none of it here)."""
 
     def __init__(self, snap: Snapshot, rng: random.Random, pins: TargetPins) -> None:
-        now = time.time()
         self.snap, self.rng, self.pins = snap, rng, pins
-        self.live = runtime.live().state(now)
-        self.cooling_endpoints = runtime.cooldowns().cooling(now)
         self.outcomes: list[str] = []  # session-pin outcomes, for the affinity counter
+
+    @cached_property
+    def live(self) -> LiveState:
+        return runtime.live().state(time.time())
+
+    @cached_property
+    def cooling_endpoints(self) -> frozenset[str]:
+        return runtime.cooldowns().cooling(time.time())
 
     def expand(self, slug: str, depth: int = 0) -> Iterator[str]:
         entry = self.snap.virtual.get(slug)
