@@ -25,6 +25,31 @@ MALFORMED_JSON = b'{"id": "fake", "choices": [\x00\xff\xfe'
 MALFORMED_EVENT = b'data: {"id": "fake", "choices": [{"delta": \xff\xfe not json\n\n'
 
 
+_IN_BAND_MESSAGES = {
+    400: "This model's maximum context length is 8192 tokens.",
+    429: "Rate limit reached.",
+    500: "The server had an error while processing your request.",
+    529: "Overloaded",
+}
+
+
+def prompt_text(body: Any) -> str:
+    """All message text of a chat or messages body, joined (what echo mode quotes)."""
+    if not isinstance(body, dict):
+        return ""
+    texts: list[str] = []
+    if isinstance(body.get("system"), str):
+        texts.append(body["system"])
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(p["text"] for p in content if isinstance(p, dict)
+                         and isinstance(p.get("text"), str))  # fmt: skip
+    return " ".join(texts)
+
+
 class BadRequest(ValueError):
     """The request is not what the endpoint accepts; answered 400 with this message."""
 
@@ -46,20 +71,53 @@ class Exchange:
     fault: Fault | None = None
 
     def send_error(self, status: int, message: str) -> None:
-        """An error response in the provider's shape; 429 carries Retry-After."""
+        """An error response in the provider's shape; 429 carries Retry-After, a 3xx a
+        Location. In echo mode the message, a header and the Retry-After carry the
+        credential and the prompt back, as careless real providers do."""
+        echo = self.echo()
+        if echo:
+            message = f"{message} {echo}"
         if self.style is ApiStyle.ANTHROPIC:
             body = anthropic_wire.error_body(status, message)
         else:
             body = openai_wire.error_body(status, message)
-        headers = [("retry-after", str(self.state.settings.retry_after_s))] if status == 429 else []
+        headers: list[tuple[str, str]] = []
+        if status == 429:
+            retry_after = self.credential() if echo else str(self.state.settings.retry_after_s)
+            headers.append(("retry-after", retry_after))
+        if 300 <= status < 400:
+            headers.append(("location", "http://127.0.0.1:9/elsewhere"))
+        if echo:
+            headers.append(("x-echo", self.credential()))
         self.conn.respond(status, JSON, body, headers)
 
     def in_band_error(self) -> dict[str, Any]:
-        """The error a provider reports inside an HTTP 200 answer."""
+        """The error a provider reports inside an HTTP 200 answer: of the fault's status
+        when it names one (`error_event:400`), else an overload / server error."""
+        status = self.fault.arg if self.fault and self.fault.arg else None
+        echo = self.echo()
         if self.style is ApiStyle.ANTHROPIC:
-            return anthropic_wire.error_payload(529, "Overloaded")
-        message = "The server had an error while processing your request."
-        return openai_wire.error_payload(500, message)
+            message = _IN_BAND_MESSAGES.get(status or 529, "Overloaded")
+            return anthropic_wire.error_payload(status or 529, f"{message} {echo}".strip())
+        message = _IN_BAND_MESSAGES.get(status or 500, "The request failed.")
+        return openai_wire.error_payload(status or 500, f"{message} {echo}".strip())
+
+    def credential(self) -> str:
+        headers = self.request.headers
+        authorization = headers.get("authorization", "")
+        return headers.get("x-api-key") or authorization.partition(" ")[2].strip()
+
+    def echo(self) -> str:
+        """In echo mode (`POST /_fake/echo`), the sentence that gives the credential and
+        the prompt back; '' otherwise."""
+        if not self.state.echo:
+            return ""
+        try:
+            body = self.body if self.body is not None else orjson.loads(self.request.body)
+        except orjson.JSONDecodeError:
+            body = None
+        prompt = prompt_text(body)
+        return f"Incorrect API key provided: {self.credential()}. Your messages: {prompt}"
 
     def error_event(self) -> bytes:
         """The in-band error as the stream event of the provider's style."""

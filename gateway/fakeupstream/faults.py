@@ -16,18 +16,21 @@ from typing import Any
 
 
 class FaultKind(StrEnum):
-    STATUS = "status"  # answer with this HTTP status and a provider-shaped error body
+    STATUS = "status"  # answer with this HTTP status (300-599) and a provider-shaped error body
     HANG = "hang"  # accept the request and never answer, until the client disconnects
     DISCONNECT = "disconnect"  # close the connection without a response
     DROP_MID_STREAM = "drop_mid_stream"  # send N content chunks, then close abruptly
     MALFORMED = "malformed"  # HTTP 200 with a body (or SSE line) that does not parse
     LATENCY = "latency"  # wait this many ms before the response head, then answer normally
     ERROR_EVENT = "error_event"  # HTTP 200, then an in-band error before any content
+    # (`error_event:400` makes it an error of that status's type; default: overloaded/500)
     IGNORE_FORMAT = "ignore_format"  # answer prose even when a JSON schema was asked for
 
 
 # Kinds whose argument is required, and the smallest value it may take.
-_ARG_MINIMUM = {FaultKind.STATUS: 400, FaultKind.DROP_MID_STREAM: 0, FaultKind.LATENCY: 0}
+_ARG_MINIMUM = {FaultKind.STATUS: 300, FaultKind.DROP_MID_STREAM: 0, FaultKind.LATENCY: 0}
+# Kinds whose argument is optional, and the smallest value it may take.
+_OPTIONAL_ARG_MINIMUM = {FaultKind.ERROR_EVENT: 400}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +50,16 @@ def parse_fault(text: str) -> Fault:
     except ValueError:
         known = ", ".join(k.value for k in FaultKind)
         raise ValueError(f"unknown fault {kind_text!r} (known: {known})") from None
-    if kind not in _ARG_MINIMUM:
+    minimum = _ARG_MINIMUM.get(kind, _OPTIONAL_ARG_MINIMUM.get(kind))
+    if minimum is None or (kind in _OPTIONAL_ARG_MINIMUM and not arg_text):
         if arg_text:
             raise ValueError(f"fault {kind} takes no argument")
         return Fault(kind)
     if not arg_text.isdigit():
         raise ValueError(f"fault {kind} needs a non-negative integer argument, as {kind}:N")
     arg = int(arg_text)
-    if arg < _ARG_MINIMUM[kind] or (kind is FaultKind.STATUS and arg > 599):
+    is_status = kind in (FaultKind.STATUS, FaultKind.ERROR_EVENT)
+    if arg < minimum or (is_status and arg > 599):
         raise ValueError(f"fault {kind}:{arg} is out of range")
     return Fault(kind, arg)
 

@@ -70,8 +70,14 @@ class FakeUpstreamProcess:
         reset, which restores the profile's mode)."""
         self._call("POST", "/_fake/cache", {"cached_tokens": mode})
 
+    def set_echo(self, echo: bool = True) -> None:
+        """Echo mode: every error answer (body, an `x-echo` header, a 429's Retry-After,
+        in-band error frames) quotes the credential and the prompt it was sent."""
+        self._call("POST", "/_fake/echo", {"echo": echo})
+
     def reset(self) -> None:
-        """Clear stats, faults, `down`, the prompt-cache memory; reseed the error draws."""
+        """Clear stats, faults, `down`, echo, the prompt-cache memory; reseed the error
+        draws."""
         self._call("POST", "/_fake/reset")
 
     def log_text(self) -> str:

@@ -8,6 +8,7 @@ endpoint validates its body and the fault for the request is chosen.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -48,6 +49,16 @@ class FakeUpstream:
             answer_control(self.state, request, conn)
             return
         self.state.record(request)
+        self.state.in_flight += 1
+        try:
+            await self._answer(request, conn)
+        except asyncio.CancelledError:
+            self.state.cancelled += 1  # the client hung up while this was answering
+            raise
+        finally:
+            self.state.in_flight -= 1
+
+    async def _answer(self, request: Request, conn: Connection) -> None:
         route = ROUTES.get(request.path.rstrip("/"))
         ex = Exchange(request, conn, self.state, route.style if route else ApiStyle.OPENAI)
         if route is None:
@@ -123,6 +134,16 @@ def answer_control(state: ServerState, request: Request, conn: Connection) -> No
             conn.respond(400, JSON, orjson.dumps({"error": str(exc)}))
             return
         conn.respond(200, JSON, orjson.dumps(state.script.describe()))
+    elif action == ("POST", "/_fake/echo"):
+        try:
+            echo = orjson.loads(request.body or b"{}").get("echo")
+        except (orjson.JSONDecodeError, AttributeError):
+            echo = None
+        if not isinstance(echo, bool):
+            conn.respond(400, JSON, orjson.dumps({"error": "echo must be true or false"}))
+            return
+        state.echo = echo
+        conn.respond(200, JSON, orjson.dumps({"echo": state.echo}))
     elif action == ("POST", "/_fake/cache"):
         try:
             mode = orjson.loads(request.body or b"{}").get("cached_tokens")

@@ -39,6 +39,9 @@ class ServerState:
         self._sequence = 0
         self._seen_prompts: set[int] = set()
         self.cache_mode: CacheMode = self.settings.cached_tokens  # POST /_fake/cache changes it
+        self.echo = False  # POST /_fake/echo: error answers quote the credential and prompt
+        self.in_flight = 0  # /v1 handlers running now (a stream runs until its end)
+        self.cancelled = 0  # handlers cut short because the client closed the connection
 
     def record(self, request: Request) -> None:
         """Count a /v1 request and keep it as the last one (redacted only when read)."""
@@ -78,6 +81,9 @@ class ServerState:
             "by_path": dict(self.by_path),
             "last_request": None if last is None else _describe(last),
             "faults": self.script.describe(),
+            "in_flight": self.in_flight,
+            "cancelled": self.cancelled,
+            "echo": self.echo,
         }
 
 
