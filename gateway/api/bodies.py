@@ -1,4 +1,10 @@
-"""Parsing and validating request bodies: orjson, and 400s that name the field."""
+"""Parsing and validating request bodies: orjson, and 400s that name the field.
+
+`read_json` turns the raw body into a dict or a 400/413: malformed JSON (invalid UTF-8,
+NaN, infinities) and bodies nested deeper than `MAX_JSON_DEPTH` never reach routing.
+`validate_chat` checks messages and the standard OpenAI parameters (the table in
+`gateway.api.params`) before routing; unknown fields pass through to the upstream.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,13 @@ import orjson
 from django.http import HttpRequest
 
 from gateway.api.errors import ApiError, invalid
+from gateway.api.params import STANDARD_PARAMS, BadParam, content
 
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+# Levels of arrays/objects a body may nest. orjson parses up to 1024 but serialises only
+# up to 254, and the upstream request is re-serialised: deeper bodies used to be a 500.
+# Real requests (a JSON schema in `tools` included) stay far below 64.
+MAX_JSON_DEPTH = 64
 
 
 def read_json(request: HttpRequest, max_body_bytes: int) -> dict[str, Any]:
@@ -26,10 +37,37 @@ def read_json(request: HttpRequest, max_body_bytes: int) -> dict[str, Any]:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        if "depth" in exc.msg or "recursion" in exc.msg.lower():
+            raise too_deep() from None
         raise invalid(f"request body is not valid JSON: {exc.msg}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise invalid("request body must be a JSON object", code="invalid_json")
+    if is_deeper_than(body, MAX_JSON_DEPTH):
+        raise too_deep()
     return body
+
+
+def too_deep() -> ApiError:
+    return invalid(
+        f"request body nests deeper than {MAX_JSON_DEPTH} levels of arrays and objects",
+        code="invalid_json",
+    )
+
+
+def is_deeper_than(value: Any, limit: int) -> bool:
+    """Whether containers nest more than `limit` levels (the outermost is level 1).
+
+    Iterative, so a hostile body cannot exhaust the Python stack; only containers are
+    pushed, so a long flat array costs one pass over its items."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return False
 
 
 def require_model(body: dict[str, Any]) -> str:
@@ -47,24 +85,26 @@ def require_bool(body: dict[str, Any], name: str) -> bool:
 
 
 def validate_chat(body: dict[str, Any]) -> None:
+    """Raise a 400 naming the first bad message field or standard parameter (SPEC D-19).
+    A parameter set to null counts as absent."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid("`messages` is required and must be a non-empty array", param="messages")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise invalid("each message must be an object", param=f"messages[{index}]")
-        if message.get("role") not in CHAT_ROLES:
-            raise invalid(
-                f"role must be one of {', '.join(sorted(CHAT_ROLES))}",
-                param=f"messages[{index}].role",
-            )
-    for name in ("max_tokens", "max_completion_tokens"):
-        value = body.get(name)
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise invalid(f"`{name}` must be a positive integer", param=name)
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise invalid("`tools` must be an array", param="tools")
+    try:
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict):
+                raise invalid("each message must be an object", param=f"messages[{index}]")
+            if message.get("role") not in CHAT_ROLES:
+                raise invalid(
+                    f"role must be one of {', '.join(sorted(CHAT_ROLES))}",
+                    param=f"messages[{index}].role",
+                )
+            content(message.get("content"), f"messages[{index}].content")
+        for name, check in STANDARD_PARAMS.items():
+            if body.get(name) is not None:
+                check(body[name], name)
+    except BadParam as exc:
+        raise invalid(str(exc), param=exc.param) from None
 
 
 def validate_embeddings(body: dict[str, Any]) -> None:
