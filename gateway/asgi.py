@@ -56,8 +56,15 @@ class ApiASGIHandler(ASGIHandler):
 
         async def process_request() -> HttpResponseBase:
             response = await self.run_get_response(request)
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.send_response(response, send)
+            try:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self.send_response(response, send)
+            finally:
+                # A stream whose client left before the server iterated it has an upstream
+                # call open that only this can close (gateway/api/pipeline.py StreamFrames).
+                abandon = getattr(response, "switchyard_abandon", None)
+                if abandon is not None:
+                    await asyncio.shield(abandon())
             return response
 
         tasks = [

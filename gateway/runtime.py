@@ -166,10 +166,15 @@ def tier_pins() -> InProcessTierPins:
 
 
 def next_round_robin(alias: str) -> int:
-    """The turn of a round-robin virtual model in this worker: 0, 1, 2, …"""
-    turn = _round_robin.get(alias, 0)
+    """Take the turn of a round-robin virtual model in this worker: 0, 1, 2, …"""
+    turn = peek_round_robin(alias)
     _round_robin[alias] = turn + 1
     return turn
+
+
+def peek_round_robin(alias: str) -> int:
+    """The turn `next_round_robin` will take, without taking it (explain, D-21)."""
+    return _round_robin.get(alias, 0)
 
 
 def client() -> httpx.AsyncClient:

@@ -3,11 +3,13 @@ served it while that endpoint is eligible and not in cooldown — even when a ch
 faster one appears — because switching costs the session its warm prompt cache. The pin
 is released only when its endpoint is cooling or no longer passes the policy; the next
 success re-pins the session to whatever the selector chose. Policy filters and cooldowns
-always beat affinity: a pin only ever reorders the decision's own attempt list.
+always beat affinity: a pin only ever reorders the decision's own attempt list. And the
+client's own order beats it too: a request with an explicit `provider.order` neither follows
+nor sets a pin (D-15, `affinity_skipped`).
 
-`keep_session` is pure; `SessionPins` is the per-process store, the caller passes the time
-(wall clock, epoch seconds: with several replicas pins are shared with their absolute
-expiry, R-BEY-9, through the store's `listener` and `apply_remote`).
+`keep_session` and `affinity_skipped` are pure; `SessionPins` is the per-process store, the
+caller passes the time (wall clock, epoch seconds: with several replicas pins are shared with
+their absolute expiry, R-BEY-9, through the store's `listener` and `apply_remote`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
-from routing.types import Decision, EndpointInfo, LiveState
+from routing.types import Decision, EndpointInfo, LiveState, RoutingRequest
 
 SESSION_TTL_S = 24 * 3600.0  # a session pin lives up to 24 h of activity (PH), sliding
 # A pin that only slid is told again once the expiry other replicas hold is off by more than
@@ -26,6 +28,22 @@ REPUBLISH_AFTER_S = 60.0
 
 # Told when a pin is set or moves, or its expiry drifts: (key, endpoint id, expires_at).
 PinListener = Callable[[str, str, float], None]
+
+
+def affinity_skipped(request: RoutingRequest) -> str | None:
+    """Why no affinity applies to this request, as the note for its decision record; None
+    when it does. An explicit `provider.order` is the client choosing the attempt order
+    itself, so session keeping and prompt-cache pins (virtual-target pins and the warm boost
+    too) are off for the request — OpenRouter's rule: an explicit order disables sticky
+    routing. Off both ways: a pin written after such a request would carry the client's
+    one-off order into the session's later requests, which never asked for it."""
+    order = request.provider.order
+    if not order:
+        return None
+    return (
+        f"Affinity skipped: the request sets provider.order ({', '.join(order)}), which takes "
+        "priority over session keeping and prompt-cache pins; no pin is followed or set."
+    )
 
 
 def keep_session(

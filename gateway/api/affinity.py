@@ -10,14 +10,17 @@ to, and the three things that keep a session where its caches are warm —
   session on its virtual model's target (routing/virtual.py `arrange_targets`).
 
 Policy filters and cooldowns always win: each only reorders a decision's own attempt list
-or reweights targets that are not cooling. The pure rules live in routing/; this module reads
-and writes the per-process stores of gateway/runtime.py (shared through Redis when set).
+or reweights targets that are not cooling. An explicit `provider.order` wins too (D-15): such
+a request neither reads nor writes any pin, and each of its decisions says so. The pure rules
+live in routing/; this module reads and writes the per-process stores of gateway/runtime.py
+(shared through Redis when set).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from django.http import HttpRequest
@@ -27,7 +30,7 @@ from gateway.api.context import CallContext
 from gateway.api.plan import TargetPins
 from gateway.execute import Target
 from routing.adaptive import WARM_CACHE_TTL_S
-from routing.affinity import keep_session
+from routing.affinity import affinity_skipped, keep_session
 from routing.cache_affinity import cache_aware, cached_tokens, keep_cache_pin, pin_ttl_s
 from routing.sessions import detect_session
 from routing.types import Decision, LiveState, RoutingRequest
@@ -37,16 +40,22 @@ class Session:
     """A request's session, detected lazily: hashing the opening messages is paid only when
     a pin store with pins in it is consulted, or a pin is written."""
 
-    __slots__ = ("_detect", "_key", "_named", "keep", "cache_aware")
+    __slots__ = ("_detect", "_key", "_named", "keep", "cache_aware", "skipped")
 
     def __init__(
-        self, detect: Callable[[], tuple[str, str]], *, keep: bool, cache_aware: bool
+        self,
+        detect: Callable[[], tuple[str, str]],
+        *,
+        keep: bool,
+        cache_aware: bool,
+        skipped: str | None = None,
     ) -> None:
         self._detect = detect
         self._key: str | None = None
         self._named = False
         self.keep = keep  # session keeping and virtual-target pins are on for this request
         self.cache_aware = cache_aware  # cache-aware pinning and the warm boost are on
+        self.skipped = skipped  # why this request uses no pin at all (its decisions' note)
 
     @property
     def key(self) -> str:
@@ -66,11 +75,16 @@ class Session:
 def session_of(
     ctx: CallContext, request: HttpRequest, body: dict[str, Any], routing: RoutingRequest
 ) -> Session | None:
-    """The request's session, or None when no affinity is on for it."""
+    """The request's session, or None when no affinity is on for it. When affinity is on but
+    the request itself rules it out (an explicit `provider.order`, D-15), a session that
+    reads and writes no pin and only carries the note saying why."""
     keep = runtime.gateway_settings().session_affinity and routing.session_affinity
     cache = cache_aware(routing.provider.extra)
     if not (keep or cache):
         return None
+    skipped = affinity_skipped(routing)
+    if skipped is not None:
+        keep = cache = False
     return Session(
         lambda: detect_session(
             request.headers,
@@ -81,6 +95,7 @@ def session_of(
         ),
         keep=keep,
         cache_aware=cache,
+        skipped=skipped,
     )
 
 
@@ -89,13 +104,16 @@ def _pin_key(session: Session, model: str | None) -> str:
 
 
 def apply_affinity(
-    decision: Decision, model: str | None, session: Session | None, *, count: bool = True
+    decision: Decision, model: str | None, session: Session | None, *, dry_run: bool = False
 ) -> Decision:
     """Reorder one model's decision for the session: the prompt-cache pin, then the session
-    pin (the more specific, so it ends up first). Reads pins, writes none. `count`: off for
-    explain, which must not move the affinity counters."""
+    pin (the more specific, so it ends up first); a request that rules affinity out gets
+    the note saying why instead. Reads pins, writes none. `dry_run` (explain) moves no
+    affinity counter."""
     if session is None:
         return decision
+    if session.skipped is not None:
+        return replace(decision, notes=(*decision.notes, session.skipped))
     now = time.time()
     provider = pinned = None
     if session.cache_aware and len(runtime.cache_pins()):
@@ -106,10 +124,10 @@ def apply_affinity(
         return decision  # the common case: no pin, no cooldown set to build
     live = LiveState(cooling=runtime.cooldowns().cooling(now))
     decision, outcome = keep_cache_pin(decision, provider, live)
-    if outcome is not None and count:
+    if outcome is not None and not dry_run:
         metrics.CACHE_AFFINITY.labels(outcome).inc()
     decision, outcome = keep_session(decision, pinned, live)
-    if outcome is not None and count:
+    if outcome is not None and not dry_run:
         metrics.SESSION_AFFINITY.labels(outcome).inc()
     return decision
 
@@ -118,7 +136,9 @@ def target_pins(
     session: Session | None, routing: RoutingRequest, virtual: Mapping[str, Any]
 ) -> TargetPins:
     """For a virtual model: the target the session is kept on, and its warm target."""
-    if session is None or routing.model is None or routing.model not in virtual:
+    if session is None or not (session.keep or session.cache_aware):
+        return TargetPins()
+    if routing.model is None or routing.model not in virtual:
         return TargetPins()
     now = time.time()
     key = f"{session.key}|{routing.model}"

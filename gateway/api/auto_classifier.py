@@ -52,11 +52,11 @@ async def classify_auto(
     verdict, classifier = local, None
     model = ctx.workspace.auto.classifier_model
     if model is not None:
-        if dry_run:
+        if dry_run:  # explain calls no model and moves no counter (SPEC D-21)
             classifier = {"model": model, "outcome": "not_called_in_explain"}
         else:
             verdict, classifier = await _ask_classifier(ctx, body, model, local)
-        metrics.AUTO_CLASSIFIER.labels(classifier["outcome"]).inc()
+            metrics.AUTO_CLASSIFIER.labels(classifier["outcome"]).inc()
     ctx.auto = {"workload": verdict.as_json(), "classifier": classifier}
     task = routing.task if routing.task_source == "request" else verdict.task
     return replace(routing, task=task, complexity=verdict.complexity)
@@ -75,6 +75,7 @@ async def _ask_classifier(
         operation="chat.completions",
         purpose=PURPOSE,
         parent_id=ctx.trace_id,
+        key_secret=ctx.key_secret,
     )
     summary: dict[str, Any] = {"model": model, "trace_id": str(child.trace_id)}
     child_body = classifier_body(body, model)

@@ -31,6 +31,12 @@ def _invalid_key() -> ApiError:
     return ApiError(401, "Invalid API key.", code="invalid_api_key")
 
 
+def presented_key(request: HttpRequest) -> str:
+    """The workspace key the client sent (no check): a secret upstream text must not echo."""
+    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    return raw.strip() if scheme.lower() == "bearer" else ""
+
+
 def authenticate(request: HttpRequest, snap: Snapshot) -> tuple[KeyEntry, WorkspaceEntry]:
     header = request.headers.get("Authorization", "")
     scheme, _, raw = header.partition(" ")
@@ -76,6 +82,7 @@ class CallContext:
     parent_id: uuid.UUID | None = None  # the client's trace, for a child request
     auto: dict[str, Any] | None = None  # the auto router's workload verdict (R-AUTO-2)
     session: Any = None  # gateway.api.affinity.Session when an affinity is on
+    key_secret: str = field(default="", repr=False)  # the key as sent, for scrubbing only
 
     @property
     def completion_ids(self) -> dict[str, Any]:
@@ -83,6 +90,9 @@ class CallContext:
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
+
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
 
 
 def _credential(ctx: CallContext, endpoint: EndpointInfo) -> str:
@@ -129,6 +139,7 @@ def make_targets(
                 ),
                 ttfb_timeout_s=_timeout_s("ttft_ms", own, policy, default_s=gateway.ttfb_timeout_s),
                 idle_timeout_s=_timeout_s("idle_ms", own, policy, default_s=gateway.idle_timeout_s),
+                redact=(ctx.key_secret,) if ctx.key_secret else (),
             )
         )
     return targets

@@ -3,6 +3,7 @@ decide, execute, record. Views call `serve`; each step lives in its own module."
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -13,13 +14,23 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHt
 from gateway import runtime
 from gateway.api import affinity, bodies, plan, report
 from gateway.api.auto_classifier import classify_auto
-from gateway.api.context import CallContext, authenticate, deadline_s, make_targets
+from gateway.api.context import (
+    CallContext,
+    authenticate,
+    deadline_s,
+    make_targets,
+    presented_key,
+)
 from gateway.api.errors import ApiError, render_error
 from gateway.api.tiering import apply_tiers
-from gateway.attempts import AttemptFailed
-from gateway.execute import CLIENT_DISCONNECTED, Opened, Outcome, execute, relay
+from gateway.attempts import final_error
+from gateway.execute import CLIENT_DISCONNECTED, Opened, Outcome, abandon, execute, relay
+from gateway.snapshot import Snapshot
 from gateway.streaming import DONE_FRAME, frame_json
-from routing.types import Decision, RoutingRequest
+from routing.types import Decision, Reason, RoutingRequest
+
+# Recorded for a request whose client hung up before the answer began (nginx's code).
+CLIENT_CLOSED_REQUEST = 499
 
 ADAPTIVE_OBSERVER = runtime.AdaptiveObserver()
 Handler = Callable[[CallContext, HttpRequest, dict[str, Any]], Awaitable[HttpResponseBase]]
@@ -38,21 +49,45 @@ async def serve(request: HttpRequest, operation: str, handler: Handler) -> HttpR
         key=key,
         workspace=workspace,
         operation=operation,
+        key_secret=presented_key(request),
     )
     try:
         body = bodies.read_json(request, gateway.max_body_bytes)
     except ApiError as error:
         return report.add_headers(render_error(error), ctx)
+    # A dry run records nothing, not even its own failure (SPEC D-21).
+    records = operation != "routing.explain"
     try:
         return report.add_headers(await handler(ctx, request, body), ctx)
     except ApiError as error:
-        report.finish(ctx, status=error.status, error_code=error.code)
+        if records:
+            report.finish(ctx, status=error.status, error_code=error.code)
         return report.add_headers(render_error(error), ctx)
+    except asyncio.CancelledError:
+        # The client hung up before the answer began (the server cancels the view); the
+        # executor has closed the upstream call. The trace says so, then the cancel goes on.
+        if records:
+            report.finish(ctx, status=CLIENT_CLOSED_REQUEST, error_code="client_disconnected")
+        raise
 
 
-def no_endpoint(decision: Decision) -> ApiError:
+def no_endpoint(decision: Decision, request: RoutingRequest, snap: Snapshot) -> ApiError:
     """SPEC R-DEC-3 / R-BEY-6: the engine's sentence, then the fixed promise, and the
-    machine-readable list of excluded candidates."""
+    machine-readable list of excluded candidates — unless the only thing wrong is size
+    (SPEC D-16): then OpenAI's 400 `context_length_exceeded`, which clients handle."""
+    if decision.rejected and all(r is Reason.CONTEXT_TOO_SMALL for _e, r in decision.rejected):
+        rejected = {eid for eid, _r in decision.rejected}
+        windows = [e.context_window for e in snap.all_endpoints if e.id in rejected]
+        largest = max(windows, default=0)
+        return ApiError(
+            400,
+            f"This request needs about {request.input_tokens} input tokens plus "
+            f"{request.output_tokens or 0} output tokens, more than the largest context "
+            f"window on offer for it ({largest} tokens). Shorten the messages or the "
+            "requested output.",
+            code="context_length_exceeded",
+            param="messages",
+        )
     return ApiError(
         409,
         f"{decision.reason} Residency is never relaxed silently.",
@@ -66,33 +101,25 @@ def no_endpoint(decision: Decision) -> ApiError:
 
 
 def upstream_failure(outcome: Outcome) -> ApiError:
-    failure = outcome.failure or AttemptFailed("connect_error", "no upstream attempt")
+    """The client's error after the model's last attempt failed (SPEC D-18). Only the
+    upstream's own message, scrubbed of credentials (D-17), is quoted for a request the
+    upstream rejected; the attempts list carries the gateway's words only."""
+    failures = outcome.failures or ([outcome.failure] if outcome.failure else [])
     attempts = {"attempts": [a.as_dict() for a in outcome.attempts]}
-    if not failure.retryable and failure.http_status and failure.http_status < 500:
-        status = 413 if failure.http_status == 413 else 400
-        return ApiError(
-            status,
-            f"The upstream rejected the request: {failure.message}",
-            code="upstream_rejected_request",
-            extra=attempts,
-        )
-    if outcome.failures and all(f.kind == "unsupported_request" for f in outcome.failures):
-        # No endpoint's API can express this request (e.g. `n` > 1 on Anthropic only).
-        return ApiError(400, failure.message, code="unsupported_request", extra=attempts)
-    if failure.kind == "timeout":
-        status, code = 504, "upstream_timeout"
-    elif failure.http_status in (None, 429, 503, 529):
-        status, code = 503, "upstream_unavailable"
+    if not failures:
+        return ApiError(503, "No upstream attempt was made.", code="upstream_unavailable",
+                        headers={"Retry-After": "1"}, extra=attempts)  # fmt: skip
+    final = final_error(failures)
+    last = failures[-1]
+    if final.code == "upstream_rejected_request":
+        said = f": {last.upstream_message}" if last.upstream_message else "."
+        message = f"The upstream rejected the request (HTTP {final.status}){said}"
+    elif final.code == "unsupported_request":
+        message = last.message  # no endpoint's API can express it (e.g. `n` > 1)
     else:
-        status, code = 502, "upstream_error"
-    headers = {"Retry-After": failure.retry_after} if failure.retry_after else {}
-    return ApiError(
-        status,
-        f"All {len(outcome.attempts)} upstream attempts failed; last: {failure.message}",
-        code=code,
-        headers=headers,
-        extra=attempts,
-    )
+        message = f"All {len(outcome.attempts)} upstream attempts failed; last: {last.message}"
+    headers = {"Retry-After": str(final.retry_after_s)} if final.retry_after_s else {}
+    return ApiError(final.status, message, code=final.code, headers=headers, extra=attempts)
 
 
 async def route_and_execute(
@@ -103,6 +130,9 @@ async def route_and_execute(
     filter; a final failure (a client error) ends the request."""
     gateway = runtime.gateway_settings()
     policy = ctx.workspace.policy
+    # One total deadline for the whole request, every model of the chain and a committed
+    # stream's relay included (SPEC R-EXE-8, D-20).
+    deadline_at = asyncio.get_running_loop().time() + deadline_s(ctx, gateway) - ctx.elapsed_s()
     seed = plan.route_seed(ctx, request)
     rng = random.Random(seed)
     ctx.routing = routing
@@ -118,7 +148,7 @@ async def route_and_execute(
         ctx.decision = decision
         ctx.decisions.append(plan.decision_entry(ctx, decision, routing, model, seed))
         if not decision.ordered:
-            last_error = no_endpoint(decision)
+            last_error = no_endpoint(decision, routing, ctx.snapshot)
             continue
         attempt_list = decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
         outcome = await execute(
@@ -128,7 +158,7 @@ async def route_and_execute(
             operation=routing.operation,
             stream=ctx.stream,
             ids=ctx.completion_ids,
-            deadline_s=deadline_s(ctx, gateway),
+            deadline_at=deadline_at,
             observer=report.AttemptRecorder(ctx, ADAPTIVE_OBSERVER),
         )
         ctx.attempts.extend(outcome.attempts)
@@ -167,14 +197,26 @@ def stream_response(ctx: CallContext, opened: Opened) -> StreamingHttpResponse:
     return sse_response(chat_stream_frames(ctx, opened))
 
 
-def sse_response(frames: AsyncIterator[bytes]) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(frames, content_type="text/event-stream")
+class StreamFrames:
+    """A committed stream's frames, and what to do if the server never iterates them (the
+    client left first): `gateway/asgi.py` calls `abandon` after every streamed response."""
+
+    def __init__(self, frames: AsyncIterator[bytes], opened: Opened, on_end: Any) -> None:
+        self.frames, self.opened, self.on_end = frames, opened, on_end
+
+    async def abandon(self) -> None:
+        await abandon(self.opened, self.on_end)
+
+
+def sse_response(stream: StreamFrames) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(stream.frames, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
+    response.switchyard_abandon = stream.abandon  # type: ignore[attr-defined]
     return response
 
 
-def chat_stream_frames(ctx: CallContext, opened: Opened) -> AsyncIterator[bytes]:
+def chat_stream_frames(ctx: CallContext, opened: Opened) -> StreamFrames:
     """The client's chat stream: upstream frames, then the switchyard chunk and [DONE]
     (or an error event); the trace is recorded however the stream ends."""
 
@@ -205,7 +247,7 @@ def chat_stream_frames(ctx: CallContext, opened: Opened) -> AsyncIterator[bytes]
             stream_broke=error is not None and error != CLIENT_DISCONNECTED,
         )
 
-    return relay(opened, tail=tail, on_end=on_end)
+    return StreamFrames(relay(opened, tail=tail, on_end=on_end), opened, on_end)
 
 
 async def embeddings(
@@ -221,9 +263,10 @@ async def embeddings(
 
 
 async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) -> HttpResponseBase:
-    """`POST /v1/routing/explain` (SPEC R-BEY-2): the decision for this body, no upstream
-    call, nothing stored. The same seed gives the same decision as the real request.
-    A tiered alias is classified as it would be, but the explanation pins nothing."""
+    """`POST /v1/routing/explain` (SPEC R-BEY-2, D-21): the decision for this body, no
+    upstream call, and no state changed — no round-robin turn, pin or counter — so the next
+    real request is routed as if it never ran. The same seed gives the same decision as
+    that request. Every step that could change state runs as a `dry_run`."""
     bodies.validate_chat(body)
     body, tier = apply_tiers(ctx, request, body, dry_run=True)
     routing = await classify_auto(ctx, body, plan.resolve_request(ctx, request, body, "chat"),
@@ -232,12 +275,11 @@ async def explain(ctx: CallContext, request: HttpRequest, body: dict[str, Any]) 
     rng = random.Random(seed)
     session = affinity.session_of(ctx, request, body, routing)
     decisions = []
-    chain, _outcomes = plan.model_chain(
-        ctx.snapshot, routing, rng, affinity.target_pins(session, routing, ctx.snapshot.virtual)
-    )
+    pins = affinity.target_pins(session, routing, ctx.snapshot.virtual)
+    chain, _outcomes = plan.model_chain(ctx.snapshot, routing, rng, pins, dry_run=True)
     for model in chain:
         decision = plan.decide_model(ctx, routing, model, rng)
-        decision = affinity.apply_affinity(decision, model, session, count=False)
+        decision = affinity.apply_affinity(decision, model, session, dry_run=True)
         decisions.append(plan.decision_entry(ctx, decision, routing, model, seed))
     attempt_order = [eid for d in decisions for eid in d["ordered"]]
     return json_response({

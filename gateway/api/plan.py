@@ -1,7 +1,8 @@
 """From a parsed body to routing decisions: resolve the request (routing/resolve.py),
 expand virtual models into a model chain, and decide each model in turn
 (routing/decide.py). Pure steps fed from the snapshot and live metrics; no upstream I/O,
-so `POST /v1/routing/explain` runs exactly this and stops."""
+so `POST /v1/routing/explain` runs exactly this and stops. The one state this module moves,
+a round-robin virtual model's turn, it only peeks at in a dry run (D-21)."""
 
 from __future__ import annotations
 
@@ -83,10 +84,13 @@ class TargetPins:
 
 class _Expansion:
     """One request's walk through its virtual models, with the live state read once — and
-    only when a virtual model is met (a concrete model needs none of it here)."""
+    only when a virtual model is met (a concrete model needs none of it here). A `dry_run`
+    (explain) sees the round-robin turns the next real request will take, and takes none."""
 
-    def __init__(self, snap: Snapshot, rng: random.Random, pins: TargetPins) -> None:
-        self.snap, self.rng, self.pins = snap, rng, pins
+    def __init__(
+        self, snap: Snapshot, rng: random.Random, pins: TargetPins, *, dry_run: bool
+    ) -> None:
+        self.snap, self.rng, self.pins, self.dry_run = snap, rng, pins, dry_run
         self.outcomes: list[str] = []  # session-pin outcomes, for the affinity counter
 
     @cached_property
@@ -114,7 +118,7 @@ class _Expansion:
                 entry.targets,
                 cheapest_price=cheapest,
                 rng=self.rng,
-                counter=runtime.next_round_robin(slug),
+                counter=self._round_robin_turn(slug),
             )
         ordered, outcome = arrange_targets(
             ordered, cooling=cooling, unhealthy=unhealthy, pinned=self.pins.kept.get(slug)
@@ -123,6 +127,11 @@ class _Expansion:
             self.outcomes.append(outcome)
         for target in ordered:
             yield from self.expand(target, depth + 1)
+
+    def _round_robin_turn(self, slug: str) -> int:
+        if self.dry_run:
+            return runtime.peek_round_robin(slug)
+        return runtime.next_round_robin(slug)
 
     def _target_health(
         self, targets: tuple[tuple[str, float], ...]
@@ -163,14 +172,20 @@ class _Expansion:
 
 
 def model_chain(
-    snap: Snapshot, request: RoutingRequest, rng: random.Random, pins: TargetPins | None = None
+    snap: Snapshot,
+    request: RoutingRequest,
+    rng: random.Random,
+    pins: TargetPins | None = None,
+    *,
+    dry_run: bool = False,
 ) -> tuple[list[str | None], list[str]]:
     """The models to try in order: the primary, then the fallback chain, with virtual
     models replaced by their ordered targets; `[None]` for the auto router. Also the
-    outcomes of the session's virtual-target pins ("honored" / "released")."""
+    outcomes of the session's virtual-target pins ("honored" / "released"). `dry_run`
+    (explain): the same chain the next real request gets, with no round-robin turn taken."""
     if request.auto:
         return [None], []
-    expansion = _Expansion(snap, rng, pins or TargetPins())
+    expansion = _Expansion(snap, rng, pins or TargetPins(), dry_run=dry_run)
     chain: list[str | None] = []
     for slug in (request.model, *request.fallbacks):
         if slug is None:

@@ -14,7 +14,7 @@ from gateway import metrics, runtime
 from gateway.api.affinity import note_cache_read
 from gateway.api.context import CallContext
 from gateway.api.plan import request_json
-from gateway.attempts import AttemptFailed, retry_after_seconds
+from gateway.attempts import AttemptFailed
 from gateway.execute import Target
 from routing.live import Observation, failure_kind
 from routing.types import EndpointInfo
@@ -205,7 +205,7 @@ class AttemptRecorder:
             endpoint.id,
             failure.http_status,
             time.time(),
-            retry_after_seconds(failure.retry_after),
+            failure.retry_after,
             base_s=self.cooldown.get("base_s"),
             max_s=self.cooldown.get("max_s"),
         )

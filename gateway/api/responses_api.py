@@ -136,8 +136,9 @@ async def responses(
             created=ctx.created,
             model=outcome.opened.target.endpoint.model,
         )
-        frames = pipeline.chat_stream_frames(ctx, outcome.opened)
-        return pipeline.sse_response(translate(frames, shaper, _error_event))
+        stream = pipeline.chat_stream_frames(ctx, outcome.opened)
+        stream.frames = translate(stream.frames, shaper, _error_event)
+        return pipeline.sse_response(stream)
     chat = outcome.response or {}
     usage = chat.get("usage")
     chat["switchyard"] = report.switchyard_block(ctx, outcome.target, usage)  # type: ignore[arg-type]

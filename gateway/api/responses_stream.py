@@ -5,6 +5,7 @@ emitted whole when the chat stream finishes."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -126,20 +127,28 @@ async def translate(
     frames: AsyncIterator[bytes], stream: ResponsesStream, on_error: Callable[[bytes], bytes]
 ) -> AsyncIterator[bytes]:
     """Chat SSE bytes in, Responses SSE bytes out. An error event ends the stream as an
-    `error` event; `[DONE]` becomes `response.completed`."""
+    `error` event; `[DONE]` becomes `response.completed`. The chat frames are read to
+    their end (so the relay records its outcome as it ends) and closed with this
+    generator when the client leaves."""
     parser = SSEParser()
     for frame in stream.opening():
         yield frame
-    async for chunk in frames:
-        for event in parser.feed(chunk):
-            if event.is_done:
-                for frame in stream.closing():
-                    yield frame
-                return
-            payload = orjson.loads(event.data)
-            if "error" in payload:
-                yield on_error(event.data)
-                return
-            translated = stream.feed(payload)
-            if translated:
-                yield b"".join(translated)
+    ended = False
+    async with contextlib.aclosing(frames):  # type: ignore[type-var]
+        async for chunk in frames:
+            for event in parser.feed(chunk):
+                if ended:
+                    continue
+                if event.is_done:
+                    ended = True
+                    for frame in stream.closing():
+                        yield frame
+                    continue
+                payload = orjson.loads(event.data)
+                if "error" in payload:
+                    ended = True
+                    yield on_error(event.data)
+                    continue
+                translated = stream.feed(payload)
+                if translated:
+                    yield b"".join(translated)

@@ -83,6 +83,7 @@ class StreamTranslator:
         self.usage: dict[str, Any] | None = None
         self.finished = False
         self.error: tuple[str, str] | None = None
+        self.error_code: object = None  # the in-band error's `code` (a status, or a name)
         self.emitted_content = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
@@ -116,6 +117,7 @@ class StreamTranslator:
             error = payload["error"]
             if isinstance(error, dict):
                 self.error = (str(error.get("type") or "upstream_error"), str(error.get("message")))
+                self.error_code = error.get("code", error.get("status"))
             else:
                 self.error = ("upstream_error", str(error))
             return True

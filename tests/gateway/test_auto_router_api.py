@@ -67,7 +67,7 @@ def test_r_auto_2_the_classifier_is_a_child_request_with_its_own_trace(fresh_liv
     [
         ("hang", "classifier_timeout"),
         ("ignore_format", "classifier_invalid_output"),  # prose instead of the schema
-        ("malformed", "upstream_unavailable"),  # bytes that are not JSON, from both endpoints
+        ("malformed", "upstream_error"),  # bytes that are not JSON, from both endpoints (D-18)
     ],
 )
 def test_r_auto_2_a_failing_classifier_falls_back_to_the_local_verdict(fresh_live, fault, outcome):

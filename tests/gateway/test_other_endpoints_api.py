@@ -43,14 +43,31 @@ def test_r_dec_3_r_bey_6_nothing_survives_the_policy_is_a_409_listing_each_exclu
     assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
 
 
-def test_context_window_filter_rejects_a_too_long_request(fresh_live):
-    with pytest.raises(openai.ConflictError) as caught:
+def test_d_16_a_request_too_large_for_every_window_is_openais_context_length_exceeded(
+    fresh_live,
+):
+    # given a model whose only endpoint has a 64-token window
+    # when a request does not fit it
+    with pytest.raises(openai.BadRequestError) as caught:
         _client(fresh_live, "acme").chat.completions.create(
             model="acme/tiny", messages=[{"role": "user", "content": "word " * 100}]
         )
-    assert caught.value.body["excluded"] == [
-        {"endpoint": "cheap-tiny", "reason": "context_too_small"}
-    ]
+    # then it is OpenAI's 400, naming the estimate and the largest window, not the 409
+    error = caught.value.body
+    assert (error["code"], error["param"]) == ("context_length_exceeded", "messages")
+    assert "(64 tokens)" in error["message"]
+    assert "Residency" not in error["message"]
+    assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
+
+
+def test_d_16_another_exclusion_beside_the_window_keeps_the_409(fresh_live):
+    # given a residency the endpoint does not meet, and a request too long for it
+    with pytest.raises(openai.ConflictError) as caught:
+        _client(fresh_live, "euonly").chat.completions.create(
+            model="acme/tiny", messages=[{"role": "user", "content": "word " * 100}]
+        )
+    # then the residency refusal stands
+    assert caught.value.body["code"] == "no_endpoint_for_policy"
 
 
 def test_r_api_1_embeddings_route_only_to_embedding_endpoints(fresh_live):

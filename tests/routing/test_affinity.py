@@ -2,7 +2,9 @@
 
 import random
 
-from routing.affinity import SessionPins, keep_session
+import pytest
+
+from routing.affinity import SessionPins, affinity_skipped, keep_session
 from routing.decide import decide
 from routing.types import LiveState, Mode
 from tests.routing.builders import make_endpoint, make_policy, make_request
@@ -47,6 +49,29 @@ def test_r_exe_7_with_one_eligible_target_the_selector_is_skipped():
     decision, outcome = keep_session(_decision(endpoints=ENDPOINTS[2:]), "dear", LiveState())
     assert [e.id for e in decision.ordered] == ["dear"]
     assert outcome is None
+
+
+ORDER_NOTE = (
+    "Affinity skipped: the request sets provider.order (dear, cheap), which takes priority "
+    "over session keeping and prompt-cache pins; no pin is followed or set."
+)
+
+
+@pytest.mark.parametrize(
+    ("_case", "provider", "expected"),
+    [
+        ("no provider object", {}, None),
+        ("filters only", {"only": ["cheap", "dear"], "ignore": ["mid"]}, None),
+        ("an explicit order", {"order": ["dear", "cheap"]}, ORDER_NOTE),
+    ],
+)
+def test_an_explicit_provider_order_turns_affinity_off_and_says_why(_case, provider, expected):
+    # given
+    request = make_request(provider=provider)
+    # when
+    note = affinity_skipped(request)
+    # then the client's own order wins over any pin (D-15), and the record says why
+    assert note == expected
 
 
 def test_session_pins_slide_and_expire():
