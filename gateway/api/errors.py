@@ -31,6 +31,11 @@ ERROR_TYPES = {
 }
 
 
+# Errors that a retry of the same request cannot change: the official SDKs honour
+# `x-should-retry: false` and stop retrying them (they retry a 409 three times otherwise).
+FINAL_STATUSES = frozenset({400, 401, 403, 404, 405, 409, 413, 422})
+
+
 class ApiError(Exception):
     def __init__(
         self,
@@ -71,6 +76,8 @@ def render_error(error: ApiError) -> HttpResponse:
     response = HttpResponse(
         orjson.dumps(error.body()), status=error.status, content_type="application/json"
     )
+    if error.status in FINAL_STATUSES:
+        response["x-should-retry"] = "false"
     for name, value in error.headers.items():
         response[name] = value
     return response

@@ -210,3 +210,46 @@ def test_bad_fault_script_is_400_and_keeps_the_old_one(fake, client, script):
     # then
     assert response.status_code == 400
     assert fake.stats()["faults"]["faults"] == [{"fault": "status:503", "times": 1}]
+
+
+def test_error_event_with_a_status_is_an_error_of_that_status_type(client):
+    response = client.post(CHAT, json=chat_body(), headers=faulted("error_event:400"))
+    assert response.status_code == 200
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert "maximum context length" in error["message"]
+
+
+def test_a_redirect_status_carries_a_location(client):
+    response = client.post(CHAT, json=chat_body(), headers=faulted("status:302"))
+    assert response.status_code == 302
+    assert response.headers["location"]
+
+
+def test_echo_mode_quotes_the_credential_and_the_prompt_everywhere(fake, client):
+    # given a hostile provider
+    fake.set_echo(True)
+    # when it refuses a request, and rate-limits another
+    refused = client.post(CHAT, json=chat_body("secret plan"), headers=faulted("status:401"))
+    limited = client.post(CHAT, json=chat_body("secret plan"), headers=faulted("status:429"))
+    # then body, header and Retry-After all carry the key, the body the prompt too
+    message = refused.json()["error"]["message"]
+    assert "Incorrect API key provided: sk-test" in message
+    assert "secret plan" in message
+    assert refused.headers["x-echo"] == "sk-test"
+    assert limited.headers["retry-after"] == "sk-test"
+    # and a reset ends it
+    fake.reset()
+    assert "sk-test" not in client.post(CHAT, json=chat_body(), headers=faulted("status:401")).text
+
+
+def test_stats_count_running_and_cancelled_handlers(fake, client):
+    # given a request that hangs
+    with pytest.raises(httpx.ReadTimeout):
+        client.post(CHAT, json=chat_body(), headers=faulted("hang"), timeout=0.3)
+    # then once the client has gone, the handler was cancelled and is no longer running
+    deadline = time.monotonic() + 2
+    while fake.stats()["in_flight"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert fake.stats()["cancelled"] == 1

@@ -21,6 +21,8 @@ from gateway.fakeupstream.replies import chosen_tool_name, estimate_prompt_token
         ("malformed", Fault(FaultKind.MALFORMED)),
         ("latency:250", Fault(FaultKind.LATENCY, 250)),
         ("error_event", Fault(FaultKind.ERROR_EVENT)),
+        ("error_event:400", Fault(FaultKind.ERROR_EVENT, 400)),
+        ("status:302", Fault(FaultKind.STATUS, 302)),
     ],
 )
 def test_fault_kinds_parse(text, expected):
@@ -28,7 +30,8 @@ def test_fault_kinds_parse(text, expected):
 
 
 @pytest.mark.parametrize(
-    "text", ["status", "status:200", "status:abc", "hang:3", "boom", "latency:-1"]
+    "text",
+    ["status", "status:200", "status:abc", "hang:3", "boom", "latency:-1", "error_event:200"],
 )
 def test_bad_faults_are_refused(text):
     with pytest.raises(ValueError):
