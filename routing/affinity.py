@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
+from routing.decide import reason_for
 from routing.types import Decision, EndpointInfo, LiveState, RoutingRequest
 
 SESSION_TTL_S = 24 * 3600.0  # a session pin lives up to 24 h of activity (PH), sliding
@@ -66,10 +67,12 @@ def keep_session(
 
 
 def reordered(decision: Decision, ordered: tuple[EndpointInfo, ...], note: str) -> Decision:
-    """The decision with its attempt list (and scores) in a new order, and a note why."""
+    """The decision with its attempt list (and scores) in a new order, a note why, and its
+    sentence told for the new first endpoint."""
     by_id = {s.endpoint_id: s for s in decision.scored}
     scored = tuple(by_id[e.id] for e in ordered if e.id in by_id)
-    return replace(decision, ordered=ordered, scored=scored, notes=(*decision.notes, note))
+    moved = replace(decision, ordered=ordered, scored=scored, notes=(*decision.notes, note))
+    return replace(moved, reason=reason_for(moved, ordered[0])) if ordered else moved
 
 
 class SessionPins:

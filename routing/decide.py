@@ -85,6 +85,7 @@ def decide(
     if skipped:
         notes += (f"Skipped in cooldown while others remain: {', '.join(skipped)}.",)
     ordered = tuple([by_id[s.endpoint_id] for s in ranked])
+    lead, tail = _sentence_parts(request, effective, rejected)
     return Decision(
         ordered=ordered,
         rejected=rejected,
@@ -94,6 +95,20 @@ def decide(
         mode_source=request.mode_source,
         scored=tuple(ranked),
         notes=notes,
+        reason_lead=lead if ordered else "",
+        reason_tail=tail if ordered else "",
+    )
+
+
+def reason_for(decision: Decision, endpoint: EndpointInfo) -> str:
+    """The decision's sentence told for `endpoint`, the one that served (R-API-5): a pin
+    or a failover may have put another endpoint first."""
+    if not decision.reason_lead:
+        return decision.reason
+    words = CLASS_WORDS.get(endpoint.sovereignty_class, endpoint.sovereignty_class)
+    return (
+        f"{decision.reason_lead} to {endpoint.model} in {endpoint.region} ({words}) "
+        f"at {endpoint.provider}{decision.reason_tail}"
     )
 
 
@@ -184,6 +199,21 @@ def soft_demotion(stats: EndpointStats, prefs: ProviderPrefs) -> str | None:
     return None
 
 
+def _sentence_parts(
+    request: RoutingRequest, effective: PolicyView, rejected: tuple[tuple[str, Reason], ...]
+) -> tuple[str, str]:
+    """The routed sentence before and after its endpoint (see `reason_for`)."""
+    excluded = len(rejected)
+    counted = f"{excluded} endpoint{'' if excluded == 1 else 's'} excluded"
+    partners = f"partner endpoints {'allowed' if effective.partners else 'not allowed'}"
+    task = f"{'an' if request.task[:1] in _VOWELS else 'a'} {request.task} task"
+    lead = (
+        f"{'Auto-routed' if request.auto else 'Routed'} {task} with residency "
+        f"{residency_label(effective, request)}"
+    )
+    return lead, f"; {counted}, {partners}."
+
+
 def _sentence(
     request: RoutingRequest,
     effective: PolicyView,
@@ -191,24 +221,21 @@ def _sentence(
     rejected: tuple[tuple[str, Reason], ...],
 ) -> str:
     """One sentence for people (R-API-5); with nothing left, one about the residency."""
+    if ordered:
+        lead, tail = _sentence_parts(request, effective, rejected)
+        first = ordered[0]
+        words = CLASS_WORDS.get(first.sovereignty_class, first.sovereignty_class)
+        return f"{lead} to {first.model} in {first.region} ({words}) at {first.provider}{tail}"
     excluded = len(rejected)
     counted = f"{excluded} endpoint{'' if excluded == 1 else 's'} excluded"
     partners = f"partner endpoints {'allowed' if effective.partners else 'not allowed'}"
     task = f"{'an' if request.task[:1] in _VOWELS else 'a'} {request.task} task"
-    if not ordered:
-        target = "any model" if request.auto else (request.model or request.requested_model)
-        residency = request.residency or residency_label(effective, request)
-        if rejected:
-            reasons = Counter(reason for _id, reason in rejected)
-            counted += f" (most often {reasons.most_common(1)[0][0]})"
-        return (
-            f"No endpoint of {target} is allowed for {task} with residency {residency} "
-            f"under this workspace's policy; {counted}, {partners}."
-        )
-    first = ordered[0]
-    words = CLASS_WORDS.get(first.sovereignty_class, first.sovereignty_class)
+    target = "any model" if request.auto else (request.model or request.requested_model)
+    residency = request.residency or residency_label(effective, request)
+    if rejected:
+        reasons = Counter(reason for _id, reason in rejected)
+        counted += f" (most often {reasons.most_common(1)[0][0]})"
     return (
-        f"{'Auto-routed' if request.auto else 'Routed'} {task} with residency "
-        f"{residency_label(effective, request)} to {first.model} in {first.region} "
-        f"({words}) at {first.provider}; {counted}, {partners}."
+        f"No endpoint of {target} is allowed for {task} with residency {residency} "
+        f"under this workspace's policy; {counted}, {partners}."
     )

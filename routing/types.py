@@ -207,3 +207,8 @@ class Decision:
     mode_source: str = "default"
     scored: tuple[Scored, ...] = ()  # every survivor, in attempt order
     notes: tuple[str, ...] = ()  # e.g. "residency any narrowed to the policy's eu-hosted"
+    # The sentence around its endpoint ("Routed a … task with residency any" + " to <model>
+    # in <region> (<class>) at <provider>" + "; N endpoints excluded, …"), so it can be
+    # told again for the endpoint that really served (a pin or a failover moved it).
+    reason_lead: str = ""
+    reason_tail: str = ""

@@ -16,6 +16,7 @@ from gateway.api.context import CallContext
 from gateway.api.plan import request_json
 from gateway.attempts import AttemptFailed
 from gateway.execute import Target
+from routing.decide import reason_for
 from routing.live import Observation, failure_kind
 from routing.types import EndpointInfo
 
@@ -60,7 +61,8 @@ def switchyard_block(
         "policy_id": ctx.workspace.policy_id,
         "retention": ctx.workspace.retention,
         "cost_estimate_usd": cost_micros(usage, target) / 1_000_000,
-        "routing_reason": ctx.decision.reason if ctx.decision else "",
+        # told for the endpoint that served, which a pin or a failover may have moved
+        "routing_reason": reason_for(ctx.decision, ep) if ctx.decision else "",
         "algorithm": ctx.decision.algorithm if ctx.decision else "",
         "attempts": len(ctx.attempts),
     }

@@ -105,3 +105,18 @@ def test_d_18_every_endpoint_refusing_gets_our_own_retry_after(fresh_live):
     assert response.status_code == 503
     assert int(response.headers["retry-after"]) >= 1
     assert "x-should-retry" not in response.headers
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_r_api_5_the_reason_names_the_provider_that_served_after_a_failover(
+    client, fresh_live, stream
+):
+    # given the first endpoint fails once
+    fresh_live.fakes["cheap"].set_faults(["status:503"])
+    # when
+    reply = client.chat.completions.create(model=MODEL, messages=MESSAGES, stream=stream)
+    block = list(reply)[-1].model_extra["switchyard"] if stream else reply.model_extra["switchyard"]
+    # then the sentence and the block agree on who answered
+    assert block["provider"] == "pricey"
+    assert " at pricey;" in block["routing_reason"]
+    assert "cheap" not in block["routing_reason"]
