@@ -226,10 +226,12 @@ def chat_stream_frames(ctx: CallContext, opened: Opened) -> StreamFrames:
                        "code": "stream_interrupted", "param": None}  # fmt: skip
             return [frame_json({"error": failure})]
         block = report.switchyard_block(ctx, opened.target, opened.translator.usage)
+        translator = opened.translator
         final = {
-            "id": ctx.completion_ids["completion_id"],
+            # the same id and created as the upstream's chunks before it
+            "id": getattr(translator, "chunk_id", None) or ctx.completion_ids["completion_id"],
             "object": "chat.completion.chunk",
-            "created": ctx.created,
+            "created": getattr(translator, "created", None) or ctx.created,
             "model": opened.target.endpoint.model,
             "choices": [],
             "switchyard": block,

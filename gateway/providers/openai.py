@@ -85,6 +85,10 @@ class StreamTranslator:
         self.error: tuple[str, str] | None = None
         self.error_code: object = None  # the in-band error's `code` (a status, or a name)
         self.emitted_content = False
+        # The upstream's chunk id and created time, read from its first chunk, so the
+        # gateway's own last chunk (the switchyard block) carries the same ones.
+        self.chunk_id: str | None = None
+        self.created: int | None = None
 
     def feed(self, chunk: bytes) -> list[bytes]:
         frames: list[bytes] = []
@@ -102,8 +106,21 @@ class StreamTranslator:
             for old, new in self._rewrites:
                 raw = raw.replace(old, new)
             frames.append(raw)
+            if not self.emitted_content:
+                self._remember_ids(data)
             self.emitted_content = True
         return frames
+
+    def _remember_ids(self, data: bytes) -> None:
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(payload, dict):
+            if isinstance(payload.get("id"), str):
+                self.chunk_id = payload["id"]
+            if isinstance(payload.get("created"), int):
+                self.created = payload["created"]
 
     def _inspect(self, data: bytes) -> bool:
         """Record usage or an in-band error; True when the frame must not be forwarded."""
