@@ -1,71 +1,231 @@
 """`POST /v1/responses`: the Responses API's `input` form mapped onto the chat path
-(SPEC R-API-1). The request becomes a chat completion; the answer is shaped back into a
-`response` object. Routing, failover and the trace are the chat path's own."""
+(SPEC R-API-1). The request becomes a chat completion (`to_chat_body`: input items in
+`gateway.api.responses_items`, flat function tools, `tool_choice` and `text.format` here);
+the answer is shaped back into a `response` object that echoes the request's tools, tool
+choice and text settings. Routing, failover and the trace are the chat path's own.
+
+Everything the chat path cannot express is refused with a 400 naming the Responses field
+(`tools[1]`, `max_output_tokens`, `previous_response_id`), before any upstream call."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from django.http import HttpRequest, HttpResponseBase
 
 from gateway.api import bodies, pipeline, plan, report
 from gateway.api.auto_classifier import classify_auto
 from gateway.api.context import CallContext
 from gateway.api.errors import invalid
-from gateway.api.responses_stream import ResponsesStream, translate
+from gateway.api.params import BadParam, Checker, boolean, integer
+from gateway.api.responses_items import NOT_STORED, to_messages
+from gateway.api.responses_stream import (
+    ResponsesStream,
+    finished_state,
+    response_usage,
+    translate,
+)
 from gateway.api.tiering import apply_tiers
-from gateway.streaming import frame_json
 
-PASSED_THROUGH = ("temperature", "stream", "top_p", "user", "metadata", "tools", "tool_choice",
-                  "parallel_tool_calls", "models", "provider", "routing", "residency",
+PASSED_THROUGH = ("temperature", "stream", "top_p", "user", "metadata", "parallel_tool_calls",
+                  "prompt_cache_key", "models", "provider", "routing", "residency",
                   "session_id")  # fmt: skip
-CONTENT_TYPES = {"input_text": "text", "output_text": "text", "text": "text"}
+# Request fields that name state kept on OpenAI's side. Ignoring them would answer without
+# the earlier context, so they are refused.
+STORED_STATE = ("previous_response_id", "conversation")
+TOOL_CHOICE_MODES = ("none", "auto", "required")
+VERBOSITIES = ("low", "medium", "high")
+# Tools that run on OpenAI's servers (web search, file search over vector stores, a
+# sandbox, a browser, image generation, remote MCP servers). No upstream behind Switchyard
+# runs them on its behalf, and only `function` tools have a chat equivalent.
+BUILT_IN_TOOLS = frozenset({
+    "web_search", "web_search_preview", "web_search_2025_08_26",
+    "web_search_preview_2025_03_11", "file_search", "computer", "computer_use_preview",
+    "code_interpreter", "image_generation", "mcp", "local_shell", "shell", "apply_patch",
+    "custom", "namespace", "tool_search",
+})  # fmt: skip
+MAX_OUTPUT_TOKENS = integer(minimum=1)
 
 
-def _content(content: Any, param: str) -> str | list[dict[str, Any]]:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise invalid("content must be a string or an array of parts", param=param)
-    parts: list[dict[str, Any]] = []
-    for index, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind in CONTENT_TYPES:
-            parts.append({"type": "text", "text": part.get("text", "")})
-        elif kind == "input_image":
-            parts.append({"type": "image_url", "image_url": {"url": part.get("image_url", "")}})
-        else:
-            raise invalid(f"unsupported content part type {kind!r}", param=f"{param}[{index}]")
-    return parts
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    body: dict[str, Any]  # the chat-completions body to validate and route
+    echo: dict[str, Any]  # request settings the response object reports back
 
 
-def to_chat_body(body: dict[str, Any]) -> dict[str, Any]:
-    raw_input = body.get("input")
-    messages: list[dict[str, Any]] = []
-    if isinstance(body.get("instructions"), str):
-        messages.append({"role": "system", "content": body["instructions"]})
-    if isinstance(raw_input, str):
-        messages.append({"role": "user", "content": raw_input})
-    elif isinstance(raw_input, list) and raw_input:
-        for index, item in enumerate(raw_input):
-            if not isinstance(item, dict) or item.get("role") not in bodies.CHAT_ROLES:
-                raise invalid("each input item needs a role", param=f"input[{index}]")
-            messages.append(
-                {"role": item["role"], "content": _content(item.get("content"), f"input[{index}]")}
-            )
-    else:
-        raise invalid("`input` is required: a string or a non-empty array", param="input")
-    chat: dict[str, Any] = {"model": body.get("model"), "messages": messages}
+def to_chat_body(body: dict[str, Any]) -> ChatRequest:
+    """A Responses request as a chat-completions body, or a 400 naming the Responses
+    field. `store` is accepted and ignored: the SDK sends it (true by default) and nothing
+    is stored either way; the response says `"store": false`."""
+    for name in STORED_STATE:
+        if body.get(name) is not None:
+            raise invalid(f"`{name}`: {NOT_STORED}", param=name)
+    chat: dict[str, Any] = {
+        "model": body.get("model"),
+        "messages": to_messages(body.get("instructions"), body.get("input")),
+    }
     if body.get("max_output_tokens") is not None:
+        _check(MAX_OUTPUT_TOKENS, body["max_output_tokens"], "max_output_tokens")
         chat["max_tokens"] = body["max_output_tokens"]
+    if body.get("parallel_tool_calls") is not None:
+        _check(boolean, body["parallel_tool_calls"], "parallel_tool_calls")
     for name in PASSED_THROUGH:
         if name in body:
             chat[name] = body[name]
+    echo = _echo_defaults(body)
+    if body.get("tools") is not None:
+        chat["tools"] = [_chat_tool(tool, f"tools[{i}]") for i, tool in enumerate(_tools(body))]
+        echo["tools"] = [_flat_tool(tool) for tool in chat["tools"]]
+    if body.get("tool_choice") is not None:
+        chat["tool_choice"], echo["tool_choice"] = _tool_choice(body["tool_choice"])
+    if body.get("text") is not None:
+        chat.update(_text_settings(body["text"]))
+        echo["text"] = {**body["text"], "format": body["text"].get("format") or {"type": "text"}}
+    return ChatRequest(body=chat, echo=echo)
+
+
+def _echo_defaults(body: dict[str, Any]) -> dict[str, Any]:
+    """What the response reports of the request, before tools and text are translated."""
+    return {
+        "instructions": body.get("instructions"),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "metadata": body.get("metadata"),
+        "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
+        "temperature": body.get("temperature"),
+        "top_p": body.get("top_p"),
+        "user": body.get("user"),
+        "store": False,
+        "tools": [],
+        "tool_choice": "auto",
+        "text": {"format": {"type": "text"}},
+    }
+
+
+def _check(checker: Checker, value: Any, param: str) -> None:
+    try:
+        checker(value, param)
+    except BadParam as exc:
+        raise invalid(str(exc), param=exc.param) from None
+
+
+def _tools(body: dict[str, Any]) -> list[Any]:
+    if not isinstance(body["tools"], list):
+        raise invalid("`tools` must be an array", param="tools")
+    return body["tools"]
+
+
+def _chat_tool(tool: Any, param: str) -> dict[str, Any]:
+    """A flat Responses function tool (`{type, name, description, parameters, strict}`) as
+    a chat tool (`{type, function: {…}}`). The chat form itself is accepted too: clients
+    used it here before flat tools were translated, and it is unambiguous."""
+    if not isinstance(tool, dict):
+        raise invalid(f"`{param}` must be an object", param=param)
+    kind = tool.get("type")
+    if kind != "function":
+        if kind in BUILT_IN_TOOLS:
+            message = (f"`{param}`: the built-in tool {kind!r} runs on OpenAI's servers and "
+                       "Switchyard cannot serve it; declare a function tool instead")  # fmt: skip
+        else:
+            message = f"`{param}`: unsupported tool type {kind!r}; only function tools are served"
+        raise invalid(message, param=param)
+    nested = tool.get("function")
+    source, path = (nested, f"{param}.function") if isinstance(nested, dict) else (tool, param)
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        raise invalid(f"`{path}.name` must be a non-empty string", param=f"{path}.name")
+    function: dict[str, Any] = {"name": name}
+    for field, kinds, expected in (("description", str, "a string"),
+                                   ("parameters", dict, "an object"),
+                                   ("strict", bool, "a boolean")):  # fmt: skip
+        value = source.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, kinds):
+            raise invalid(f"`{path}.{field}` must be {expected}", param=f"{path}.{field}")
+        function[field] = value
+    return {"type": "function", "function": function}
+
+
+def _flat_tool(chat_tool: dict[str, Any]) -> dict[str, Any]:
+    function = chat_tool["function"]
+    return {"type": "function", "name": function["name"],
+            "description": function.get("description"),
+            "parameters": function.get("parameters"), "strict": function.get("strict")}  # fmt: skip
+
+
+def _tool_choice(choice: Any) -> tuple[Any, Any]:
+    """(chat `tool_choice`, the Responses form to echo)."""
+    if isinstance(choice, str) and choice in TOOL_CHOICE_MODES:
+        return choice, choice
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind == "function":
+        nested = choice.get("function")
+        name = nested.get("name") if isinstance(nested, dict) else choice.get("name")
+        if not isinstance(name, str) or not name:
+            raise invalid("`tool_choice.name` must be a non-empty string", "tool_choice.name")
+        return {"type": "function", "function": {"name": name}}, {"type": "function", "name": name}
+    if kind is not None:
+        raise invalid(
+            f'`tool_choice`: {kind!r} cannot be served; use "none", "auto", "required" '
+            'or {"type": "function", "name": …}',
+            param="tool_choice",
+        )
+    raise invalid(
+        '`tool_choice` must be "none", "auto", "required" or {"type": "function", "name": …}',
+        param="tool_choice",
+    )
+
+
+def _text_settings(text: Any) -> dict[str, Any]:
+    """`text.format` as chat `response_format`, `text.verbosity` as chat `verbosity`."""
+    if not isinstance(text, dict):
+        raise invalid("`text` must be an object", param="text")
+    chat: dict[str, Any] = {}
+    if text.get("verbosity") is not None:
+        if text["verbosity"] not in VERBOSITIES:
+            raise invalid('`text.verbosity` must be "low", "medium" or "high"', "text.verbosity")
+        chat["verbosity"] = text["verbosity"]
+    form = text.get("format")
+    if form is None:
+        return chat
+    kind = form.get("type") if isinstance(form, dict) else None
+    if kind == "json_schema":
+        chat["response_format"] = {"type": "json_schema", "json_schema": _json_schema(form)}
+    elif kind == "json_object":
+        chat["response_format"] = {"type": "json_object"}
+    elif kind != "text":
+        raise invalid('`text.format.type` must be "text", "json_object" or "json_schema"',
+                      param="text.format.type")  # fmt: skip
     return chat
 
 
-def to_response(chat: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+def _json_schema(form: dict[str, Any]) -> dict[str, Any]:
+    name, schema = form.get("name"), form.get("schema")
+    if not isinstance(name, str) or not name:
+        raise invalid("`text.format.name` must be a non-empty string", "text.format.name")
+    if not isinstance(schema, dict):
+        raise invalid("`text.format.schema` must be an object", param="text.format.schema")
+    json_schema: dict[str, Any] = {"name": name, "schema": schema}
+    for field, kinds, expected in (("strict", bool, "a boolean"),
+                                   ("description", str, "a string")):  # fmt: skip
+        value = form.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, kinds):
+            param = f"text.format.{field}"
+            raise invalid(f"`{param}` must be {expected}", param=param)
+        json_schema[field] = value
+    return json_schema
+
+
+def response_envelope(ctx: CallContext, model: str | None, echo: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a `response` object that do not depend on the answer."""
+    return {"id": f"resp_{ctx.trace_id.hex}", "object": "response",
+            "created_at": ctx.created, "model": model, "error": None, **echo}  # fmt: skip
+
+
+def to_response(chat: dict[str, Any], ctx: CallContext, echo: dict[str, Any]) -> dict[str, Any]:
     choice = (chat.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     output: list[dict[str, Any]] = []
@@ -87,60 +247,39 @@ def to_response(chat: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
             "arguments": function.get("arguments", ""),
             "status": "completed",
         })  # fmt: skip
-    usage = chat.get("usage") or {}
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+    status, incomplete = finished_state(choice.get("finish_reason"))
     return {
-        "id": f"resp_{ctx.trace_id.hex}",
-        "object": "response",
-        "created_at": ctx.created,
-        "status": "incomplete" if choice.get("finish_reason") == "length" else "completed",
-        "model": chat.get("model"),
+        **response_envelope(ctx, chat.get("model"), echo),
+        "status": status,
+        "incomplete_details": incomplete,
         "output": output,
-        "usage": {
-            "input_tokens": usage.get("prompt_tokens", 0),
-            "input_tokens_details": {"cached_tokens": cached or 0},
-            "output_tokens": usage.get("completion_tokens", 0),
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": usage.get("total_tokens", 0),
-        },
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": [],
+        "usage": response_usage(chat.get("usage") or {}),
         "switchyard": chat.get("switchyard"),
     }
-
-
-def _error_event(data: bytes) -> bytes:
-    error = orjson.loads(data).get("error") or {}
-    return frame_json(
-        {"type": "error", "code": error.get("code"), "message": error.get("message", ""),
-         "param": None, "sequence_number": 0},
-        event="error",
-    )  # fmt: skip
 
 
 async def responses(
     ctx: CallContext, request: HttpRequest, body: dict[str, Any]
 ) -> HttpResponseBase:
     ctx.stream = bodies.require_bool(body, "stream")
-    chat_body = to_chat_body(body)
+    translated = to_chat_body(body)
+    chat_body = translated.body
     bodies.validate_chat(chat_body)
     chat_body, ctx.tier = apply_tiers(ctx, request, chat_body)
     routing = plan.resolve_request(ctx, request, chat_body, "chat")
     routing = await classify_auto(ctx, chat_body, routing)
     outcome = await pipeline.route_and_execute(ctx, request, chat_body, routing)
     if outcome.opened is not None:
+        model = outcome.opened.target.endpoint.model
         shaper = ResponsesStream(
-            response_id=f"resp_{ctx.trace_id.hex}",
+            envelope=response_envelope(ctx, model, translated.echo),
             message_id=f"msg_{ctx.trace_id.hex}",
-            created=ctx.created,
-            model=outcome.opened.target.endpoint.model,
         )
         stream = pipeline.chat_stream_frames(ctx, outcome.opened)
-        stream.frames = translate(stream.frames, shaper, _error_event)
+        stream.frames = translate(stream.frames, shaper)
         return pipeline.sse_response(stream)
     chat = outcome.response or {}
     usage = chat.get("usage")
     chat["switchyard"] = report.switchyard_block(ctx, outcome.target, usage)  # type: ignore[arg-type]
     report.finish(ctx, status=200, target=outcome.target, usage=usage)
-    return pipeline.json_response(to_response(chat, ctx))
+    return pipeline.json_response(to_response(chat, ctx, translated.echo))
