@@ -79,6 +79,10 @@ def to_chat_body(body: dict[str, Any]) -> ChatRequest:
         echo["tools"] = [_flat_tool(tool) for tool in chat["tools"]]
     if body.get("tool_choice") is not None:
         chat["tool_choice"], echo["tool_choice"] = _tool_choice(body["tool_choice"])
+    reasoning = body.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") is not None:
+        # chat's name for it, which the smart tiers read (R-TIER-2: effort >= medium is hard)
+        chat["reasoning_effort"] = reasoning["effort"]
     if body.get("text") is not None:
         chat.update(_text_settings(body["text"]))
         echo["text"] = {**body["text"], "format": body["text"].get("format") or {"type": "text"}}

@@ -497,3 +497,8 @@ def test_live_stream_function_call_arguments_arrive_in_order_as_deltas(client, m
         "function_call", "get_weather", {"location": "Paris"}
     )  # fmt: skip
     assert final.tools[0].name == "get_weather"
+
+
+def test_reasoning_effort_reaches_the_chat_body_where_the_smart_tiers_read_it():
+    chat = to_chat_body({"model": "m", "input": "hi", "reasoning": {"effort": "high"}}).body
+    assert chat["reasoning_effort"] == "high"
