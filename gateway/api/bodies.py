@@ -94,7 +94,8 @@ def validate_chat(body: dict[str, Any]) -> None:
         for index, message in enumerate(messages):
             if not isinstance(message, dict):
                 raise invalid("each message must be an object", param=f"messages[{index}]")
-            if message.get("role") not in CHAT_ROLES:
+            role = message.get("role")
+            if not isinstance(role, str) or role not in CHAT_ROLES:
                 raise invalid(
                     f"role must be one of {', '.join(sorted(CHAT_ROLES))}",
                     param=f"messages[{index}].role",
@@ -108,9 +109,32 @@ def validate_chat(body: dict[str, Any]) -> None:
 
 
 def validate_embeddings(body: dict[str, Any]) -> None:
+    """OpenAI's `input` forms: a string, an array of strings, a token array, or an array
+    of token arrays (non-empty); `encoding_format` float or base64."""
     value = body.get("input")
-    if isinstance(value, str) and value:
-        return
-    if isinstance(value, list) and value:
-        return
-    raise invalid("`input` is required: a string or a non-empty array", param="input")
+    if not _is_embedding_input(value):
+        raise invalid(
+            "`input` is required: a string, an array of strings, an array of token ids "
+            "or an array of token-id arrays, not empty",
+            param="input",
+        )
+    encoding = body.get("encoding_format")
+    if encoding is not None and encoding not in ("float", "base64"):
+        raise invalid("`encoding_format` must be float or base64", param="encoding_format")
+    dimensions = body.get("dimensions")
+    if dimensions is not None and (type(dimensions) is not int or dimensions < 1):
+        raise invalid("`dimensions` must be a positive integer", param="dimensions")
+
+
+def _is_token_array(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(type(t) is int for t in value)
+
+
+def _is_embedding_input(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(value)
+    if not isinstance(value, list) or not value:
+        return False
+    if all(isinstance(item, str) for item in value):
+        return True
+    return _is_token_array(value) or all(_is_token_array(item) for item in value)

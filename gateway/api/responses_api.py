@@ -127,6 +127,8 @@ def _chat_tool(tool: Any, param: str) -> dict[str, Any]:
         raise invalid(f"`{param}` must be an object", param=param)
     kind = tool.get("type")
     if kind != "function":
+        if not isinstance(kind, str):
+            raise invalid(f"`{param}.type` must be a string", param=f"{param}.type")
         if kind in BUILT_IN_TOOLS:
             message = (f"`{param}`: the built-in tool {kind!r} runs on OpenAI's servers and "
                        "Switchyard cannot serve it; declare a function tool instead")  # fmt: skip

@@ -43,6 +43,8 @@ def to_messages(instructions: Any, items: Any) -> list[Message]:
         if not isinstance(item, dict):
             raise invalid(f"`{param}` must be an object", param=param)
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise invalid(f"`{param}.type` must be a string", param=f"{param}.type")
         if kind == "function_call":
             call = _tool_call(item, param)
             call_ids.add(call["id"])
@@ -94,6 +96,8 @@ def _content(content: Any, param: str) -> str | list[dict[str, Any]]:
 
 def _part(part: Any, param: str) -> dict[str, Any]:
     kind = part.get("type") if isinstance(part, dict) else None
+    if kind is not None and not isinstance(kind, str):
+        raise invalid(f"`{param}.type` must be a string", param=f"{param}.type")
     if kind in TEXT_PARTS:
         field = TEXT_PARTS[kind]
         text = part.get(field)

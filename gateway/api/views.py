@@ -12,7 +12,7 @@ import uuid
 
 from adrf.views import APIView
 from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.request import Request
@@ -136,10 +136,6 @@ class TraceDetail(APIView):
 
 
 trace_detail = TraceDetail.as_view()
-
-
-async def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return render_error(ApiError(404, f"Unknown path {request.path}.", code="unknown_path"))
 
 
 __all__ = ["chat_completions", "embeddings", "models", "report", "responses", "trace_detail"]

@@ -424,3 +424,32 @@ def test_live_unknown_fields_reach_the_upstream_untouched(fresh_live):
     assert response.status_code == 200, response.text
     sent = fresh_live.fakes["cheap"].stats()["last_request"]["body"]
     assert (sent["vendor_x"], sent["temperature"]) == ({"deep": [1, {"a": None}]}, 0.5)
+
+
+@pytest.mark.parametrize("role", [{}, [], 3, None])
+def test_a_role_that_is_not_a_string_is_a_400_not_a_crash(role):
+    # found by the schema fuzz: `{}` in a frozenset check raised TypeError (a 500)
+    with pytest.raises(ApiError) as caught:
+        validate_chat({"model": "m", "messages": [{"role": role, "content": "hi"}]})
+    assert (caught.value.status, caught.value.param) == (400, "messages[0].role")
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [({"input": [{}]}, "input"), ({"input": []}, "input"), ({"input": [[1, 2], ["x"]]}, "input"),
+     ({"input": "a", "encoding_format": {}}, "encoding_format"),
+     ({"input": "a", "dimensions": 0}, "dimensions")],
+)  # fmt: skip
+def test_embeddings_input_must_be_one_of_openais_forms(body, param):
+    from gateway.api.bodies import validate_embeddings
+
+    with pytest.raises(ApiError) as caught:
+        validate_embeddings({"model": "m", **body})
+    assert caught.value.param == param
+
+
+@pytest.mark.parametrize("value", ["a", ["a", "b"], [1, 2], [[1, 2], [3]]])
+def test_embeddings_input_forms_pass(value):
+    from gateway.api.bodies import validate_embeddings
+
+    validate_embeddings({"model": "m", "input": value})

@@ -502,3 +502,17 @@ def test_live_stream_function_call_arguments_arrive_in_order_as_deltas(client, m
 def test_reasoning_effort_reaches_the_chat_body_where_the_smart_tiers_read_it():
     chat = to_chat_body({"model": "m", "input": "hi", "reasoning": {"effort": "high"}}).body
     assert chat["reasoning_effort"] == "high"
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [({"input": "hi", "tools": [{"type": {}, "name": "f"}]}, "tools[0].type"),
+     ({"input": [{"role": "user", "content": [{"type": {}, "text": ""}]}]},
+      "input[0].content[0].type"),
+     ({"input": [{"type": [], "role": "user", "content": "hi"}]}, "input[0].type")],
+)  # fmt: skip
+def test_a_type_that_is_not_a_string_is_a_400_not_a_crash(body, param):
+    # found by the schema fuzz: unhashable values checked against sets raised TypeError
+    with pytest.raises(ApiError) as caught:
+        to_chat_body({"model": "m", **body})
+    assert (caught.value.status, caught.value.param) == (400, param)
