@@ -64,6 +64,7 @@ class WorkspaceEntry:
     cooldown: dict[str, float] = field(default_factory=dict)  # base_s, max_s (R-EXE-3)
     tiers: TierConfig | None = None  # smart tier routing; None = idle (R-TIER-1)
     auto: AutoSettings = field(default_factory=AutoSettings)  # auto router (R-AUTO-1, D-2)
+    created: int = 0  # epoch seconds; `created` of its aliases in /v1/models
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class ModelEntry:
     slug: str
     version: str
     capabilities: frozenset[str]
+    created: int = 0  # epoch seconds, for /v1/models
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ class VirtualEntry:
     targets: tuple[tuple[str, float], ...]  # (model or virtual model slug, weight)
     objective: str = "balanced"  # adaptive only: how price enters the weight (R-EXE-5)
     min_weight_fraction: float = MIN_WEIGHT_FRACTION
+    created: int = 0  # epoch seconds, for /v1/models
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +198,7 @@ def load_snapshot() -> Snapshot:
                 cooldown=dict(policy.cooldown) if policy else {},
                 tiers=tier_config(ws.smart_routing or {}),
                 auto=auto_settings(ws.auto_router or {}),
+                created=int(ws.created_at.timestamp()),
             )
         providers = {
             p.slug: ProviderEntry(
@@ -219,6 +223,7 @@ def load_snapshot() -> Snapshot:
                 min_weight_fraction=float(
                     v.adaptive.get("min_weight_fraction", MIN_WEIGHT_FRACTION)
                 ),
+                created=int(v.created_at.timestamp()),
             )
             for v in VirtualModel.objects.all()
         }
@@ -256,7 +261,10 @@ def load_snapshot() -> Snapshot:
         workspaces=workspaces,
         providers=providers,
         models={
-            m.slug: ModelEntry(m.slug, m.version, frozenset(m.capabilities)) for m in model_rows
+            m.slug: ModelEntry(
+                m.slug, m.version, frozenset(m.capabilities), int(m.created_at.timestamp())
+            )
+            for m in model_rows
         },
         names=_name_index(model_rows),
         endpoints={slug: tuple(rows) for slug, rows in by_model.items()},

@@ -19,6 +19,7 @@ urlpatterns = [
     path("v1/responses", views.responses),
     path("v1/embeddings", views.embeddings),
     path("v1/models", views.models),
+    path("v1/models/<path:model_id>", views.model_detail),
     path("v1/traces/<str:trace_id>", views.trace_detail),
     path("v1/routing/explain", views.explain),
     path("v1/openapi.json", openapi.openapi_json),

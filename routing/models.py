@@ -46,6 +46,7 @@ class Model(models.Model):
     documentation_completeness = models.FloatField(default=0.0)
     version = models.CharField(max_length=64, blank=True, default="")
     benchmarks = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)  # `created` in /v1/models
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
@@ -82,6 +83,7 @@ class VirtualModel(models.Model):
     # Strategy `adaptive` only: {"objective": balanced|cost|latency, "min_weight_fraction"}
     adaptive = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)  # `created` in /v1/models
 
     def __str__(self) -> str:
         return self.slug

@@ -245,6 +245,13 @@ REQUEST_SCHEMAS: Schema = {
     ),
 }
 
+MODEL = obj(
+    ("id", "object", "created", "owned_by"),
+    id=STRING,
+    object=const("model"),
+    created=INTEGER,
+    owned_by=STRING,
+)
 RESPONSE_SCHEMAS: Schema = {
     # 409 adds `excluded`; 400/502/503/504 after upstream attempts add `attempts`.
     "Error": obj(
@@ -317,19 +324,8 @@ RESPONSE_SCHEMAS: Schema = {
             )
         ),
     ),
-    "ModelList": obj(
-        ("object", "data"),
-        object=const("list"),
-        data=array(
-            obj(
-                ("id", "object", "owned_by"),
-                id=STRING,
-                object=const("model"),
-                created=INTEGER,
-                owned_by=STRING,
-            )
-        ),
-    ),
+    "ModelList": obj(("object", "data"), object=const("list"), data=array(MODEL)),
+    "Model": MODEL,
     "Trace": obj(
         ("id", "object", "request_id", "operation", "status_code", "attempts"),
         id=STRING,
@@ -389,6 +385,8 @@ def operation(
 
 
 TRACE_ID = {"name": "trace_id", "in": "path", "required": True, "schema": STRING}
+MODEL_ID = {"name": "model_id", "in": "path", "required": True, "schema": STRING,
+            "description": "a model id as listed; ids contain `/`"}  # fmt: skip
 SCHEMA: Schema = {
     "openapi": "3.1.0",
     "info": {
@@ -409,6 +407,9 @@ SCHEMA: Schema = {
             "post": operation("Embeddings", "Embeddings", EMBEDDINGS_REQUEST)
         },
         "/v1/models": {"get": operation("Models this key may use", "ModelList")},
+        "/v1/models/{model_id}": {
+            "get": operation("One model this key may use", "Model", parameters=[MODEL_ID])
+        },
         "/v1/traces/{trace_id}": {
             "get": operation("A trace of your workspace", "Trace", parameters=[TRACE_ID])
         },

@@ -22,10 +22,9 @@ from gateway import runtime
 from gateway.api import pipeline, report
 from gateway.api.context import authenticate
 from gateway.api.errors import ApiError, render_error
+from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses_api import responses as responses_handler
-from routing.decide import REQUEST_INDEPENDENT, first_rejection
 from routing.live import WINDOW_S
-from routing.types import RoutingRequest
 
 
 @csrf_exempt
@@ -68,23 +67,28 @@ async def health(request: HttpRequest) -> HttpResponseBase:
 
 @require_GET
 async def models(request: HttpRequest) -> HttpResponseBase:
-    """The models with at least one endpoint this key may use (SPEC D-7)."""
+    """The models and routing names this key may use (SPEC D-7; gateway/api/model_listing)."""
     snap = await runtime.snapshots().current()
     try:
         _key, workspace = authenticate(request, snap)
     except ApiError as error:
         return render_error(error)
-    data = []
-    for slug, endpoints in sorted(snap.endpoints.items()):
-        probe = RoutingRequest(requested_model=slug, model=slug)
-        if any(
-            first_rejection(e, probe, workspace.policy, checks=REQUEST_INDEPENDENT) is None
-            for e in endpoints
-        ):
-            data.append(
-                {"id": slug, "object": "model", "created": 0, "owned_by": slug.split("/")[0]}
-            )
-    return pipeline.json_response({"object": "list", "data": data})
+    return pipeline.json_response({"object": "list", "data": list_models(snap, workspace)})
+
+
+@require_GET
+async def model_detail(request: HttpRequest, model_id: str) -> HttpResponseBase:
+    """`GET /v1/models/{id}` (ids contain `/`): one entry of the list, else a 404."""
+    snap = await runtime.snapshots().current()
+    try:
+        _key, workspace = authenticate(request, snap)
+    except ApiError as error:
+        return render_error(error)
+    model = find_model(snap, workspace, model_id)
+    if model is None:
+        return render_error(ApiError(404, f"The model `{model_id[:200]}` does not exist.",
+                                     code="model_not_found", param="model"))  # fmt: skip
+    return pipeline.json_response(model)
 
 
 def _trace_json(trace: RequestTrace) -> dict[str, object]:

@@ -12,7 +12,7 @@ UNKNOWN_PATHS = [
     ("POST", "/v1/messages"),
     ("GET", "/v1/messages"),
     ("POST", "/v1/completions"),
-    ("GET", "/v1/models/x"),
+    ("GET", "/v1/model/x"),  # /v1/models/{id} is a route: a missing id is model_not_found
     ("GET", "/v1/models/"),
     ("POST", "/v1/chat/completions/"),
     ("GET", "/v1/traces/"),
