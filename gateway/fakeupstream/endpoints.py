@@ -1,7 +1,8 @@
 """The /v1 endpoints: validate the body, build the reply, hand it to delivery.
 
-Each handler runs after routing, authentication and fault selection (routes.py), so it
-only deals with its own API's body shape.
+Each handler runs after routing and authentication (routes.py), so it only deals with its
+own API's body shape: the real API's rules (strict.py) before the fault is chosen, so a
+refused body uses up no fault.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.fakeupstream import anthropic_wire, openai_wire
+from gateway.fakeupstream import anthropic_wire, openai_wire, strict
 from gateway.fakeupstream.delivery import (
     BadRequest,
     Exchange,
@@ -20,7 +21,6 @@ from gateway.fakeupstream.delivery import (
 )
 from gateway.fakeupstream.faults import FaultKind
 from gateway.fakeupstream.replies import (
-    TOOL_ARGUMENTS_JSON,
     Reply,
     ToolCall,
     chosen_tool_name,
@@ -28,12 +28,18 @@ from gateway.fakeupstream.replies import (
     reply_tokens,
     requested_tokens,
 )
-from gateway.fakeupstream.structured import instance_json, json_tokens, requested_schema
+from gateway.fakeupstream.structured import (
+    instance_json,
+    json_tokens,
+    requested_schema,
+    tool_arguments_json,
+)
 
 
 async def chat_completions(ex: Exchange) -> None:
     """`POST /v1/chat/completions`: a chat.completion, or its chunk stream."""
     body = _require_chat_body(ex.body)
+    strict.check_chat(body)
     if await answer_early_fault(ex):
         return
     reply = _build_reply(ex, body["messages"][0], "chatcmpl-fake-", "call_fake_")
@@ -47,6 +53,7 @@ async def chat_completions(ex: Exchange) -> None:
 
 async def messages(ex: Exchange) -> None:
     """`POST /v1/messages`: an Anthropic message, or its event stream."""
+    strict.check_messages(ex.body)
     body = _require_chat_body(ex.body)
     if await answer_early_fault(ex):
         return
@@ -116,7 +123,8 @@ def _build_reply(ex: Exchange, first_message: Any, id_prefix: str, call_prefix: 
     tool_name = chosen_tool_name(body)
     tool_call = None
     if tool_name is not None:
-        tool_call = ToolCall(state.next_id(call_prefix), tool_name, TOOL_ARGUMENTS_JSON)
+        arguments = tool_arguments_json(body, tool_name)
+        tool_call = ToolCall(state.next_id(call_prefix), tool_name, arguments)
     reply_length = requested_tokens(body, settings.reply_tokens)
     tokens = () if tool_call else reply_tokens(settings.name, reply_length)
     schema = requested_schema(body)

@@ -1,5 +1,8 @@
-"""Anthropic Messages streaming -> OpenAI `chat.completion.chunk` frames, plus the
-stop-reason and usage vocabulary that the non-streaming `parse_response` shares.
+"""Anthropic answers -> OpenAI shapes: a Messages stream -> `chat.completion.chunk` frames
+(`StreamTranslator`), a message -> `chat.completion` (`parse_response`), an error body ->
+(type, message) (`parse_error`), with the vocabulary they share: stop reasons, usage, and
+the answer tool that carries a `response_format` reply. `gateway.providers.anthropic`
+builds the requests and re-exports these.
 
 `StreamTranslator` is fed upstream bytes as they arrive (split anywhere) and returns
 ready-to-send SSE frames. It never emits `data: [DONE]` and never raises on upstream
@@ -18,6 +21,10 @@ from gateway.streaming import SSEEvent, SSEParser, frame_json
 
 JSONObject = dict[str, Any]
 
+# Non-JSON error bodies (proxy HTML pages) are cut to this many characters before we log or
+# show them: enough to recognise the page, not enough to flood a trace.
+ERROR_BODY_MAX_CHARS = 500
+
 _FINISH_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -27,6 +34,23 @@ _FINISH_REASONS = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
+# A `response_format` request goes to Anthropic as a forced tool named with this prefix
+# (anthropic.py); the tool's input is the reply's content, not a tool call. The name is the
+# only mark: a response and its stream are translated without their request, so client
+# tools may not use the prefix (build_request refuses them).
+ANSWER_TOOL_PREFIX = "structured_output__"
+# From Anthropic's error docs; they use invalid_request_error for unlisted 4xx statuses.
+_ERROR_TYPES_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 _USAGE_FIELDS = (
     "input_tokens",
     "output_tokens",
@@ -35,9 +59,17 @@ _USAGE_FIELDS = (
 )
 
 
-def finish_reason_for(stop_reason: str | None) -> str:
-    """Anthropic stop_reason -> OpenAI finish_reason; unknown or missing reasons are 'stop'."""
-    return _FINISH_REASONS.get(stop_reason or "", "stop")
+def finish_reason_for(stop_reason: str | None, *, answered_by_tool: bool = False) -> str:
+    """Anthropic stop_reason -> OpenAI finish_reason; unknown or missing reasons are 'stop'.
+    A turn that used the answer tool and no client tool (`answered_by_tool`) ended with its
+    answer, a plain stop."""
+    reason = _FINISH_REASONS.get(stop_reason or "", "stop")
+    return "stop" if reason == "tool_calls" and answered_by_tool else reason
+
+
+def is_answer_tool(name: object) -> bool:
+    """Whether a tool_use block carries the `response_format` answer (ANSWER_TOOL_PREFIX)."""
+    return isinstance(name, str) and name.startswith(ANSWER_TOOL_PREFIX)
 
 
 def openai_usage(usage: Mapping[str, Any]) -> JSONObject:
@@ -76,6 +108,8 @@ class StreamTranslator:
         }
         # Anthropic content-block index -> OpenAI tool_calls index (counts tool_use blocks).
         self._tool_index_by_block: dict[int, int] = {}
+        # Content-block indexes of answer-tool blocks, whose input streams as content.
+        self._answer_blocks: set[int] = set()
         self._upstream_usage: dict[str, int] | None = None
         self.finished = False
         self.error: tuple[str, str] | None = None
@@ -100,6 +134,10 @@ class StreamTranslator:
         except orjson.JSONDecodeError:
             self.error = ("api_error", f"upstream sent a non-JSON {event.event or 'stream'} event")
             return []
+        if not isinstance(payload, dict):
+            self.error = ("api_error", f"upstream sent a {event.event or 'stream'} event that is "
+                                       "not a JSON object")  # fmt: skip
+            return []
         match payload.get("type") or event.event:
             case "message_start":
                 self._merge_usage((payload.get("message") or {}).get("usage"))
@@ -111,7 +149,9 @@ class StreamTranslator:
             case "message_delta":
                 self._merge_usage(payload.get("usage"))
                 stop_reason = (payload.get("delta") or {}).get("stop_reason")
-                return [self._chunk({}, finish_reason=finish_reason_for(stop_reason))]
+                answered = bool(self._answer_blocks) and not self._tool_index_by_block
+                finish_reason = finish_reason_for(stop_reason, answered_by_tool=answered)
+                return [self._chunk({}, finish_reason=finish_reason)]
             case "message_stop":
                 self.finished = True
                 usage = self.usage or openai_usage({})
@@ -132,6 +172,9 @@ class StreamTranslator:
             return [self._content_chunk({"content": block["text"]})]
         if block.get("type") != "tool_use":
             return []  # thinking, redacted_thinking, server tools: not part of the OpenAI reply
+        if is_answer_tool(block.get("name")):
+            self._answer_blocks.add(payload.get("index", -1))
+            return []  # its input_json_delta fragments are the content
         tool_index = len(self._tool_index_by_block)
         self._tool_index_by_block[payload.get("index", -1)] = tool_index
         function = {"name": block.get("name"), "arguments": ""}
@@ -148,11 +191,16 @@ class StreamTranslator:
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
             return [self._content_chunk({"content": delta["text"]})]
-        tool_index = self._tool_index_by_block.get(payload.get("index", -1))
-        if kind == "input_json_delta" and delta.get("partial_json") and tool_index is not None:
-            call = {"index": tool_index, "function": {"arguments": delta["partial_json"]}}
-            return [self._content_chunk({"tool_calls": [call]})]
-        return []  # thinking/signature/citations deltas, and empty fragments
+        if kind != "input_json_delta" or not delta.get("partial_json"):
+            return []  # thinking/signature/citations deltas, and empty fragments
+        block_index = payload.get("index", -1)
+        if block_index in self._answer_blocks:
+            return [self._content_chunk({"content": delta["partial_json"]})]
+        tool_index = self._tool_index_by_block.get(block_index)
+        if tool_index is None:
+            return []
+        call = {"index": tool_index, "function": {"arguments": delta["partial_json"]}}
+        return [self._content_chunk({"tool_calls": [call]})]
 
     def _merge_usage(self, usage: Mapping[str, Any] | None) -> None:
         # message_delta usage is cumulative and may repeat input counts, so later values win.
@@ -169,3 +217,67 @@ class StreamTranslator:
     def _chunk(self, delta: JSONObject, finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
         return frame_json({**self._chunk_head, "choices": [choice]})
+
+
+def parse_response(data: bytes, *, model: str, completion_id: str, created: int) -> JSONObject:
+    """Anthropic message JSON bytes -> OpenAI `chat.completion` dict reporting `model`.
+
+    An answer tool's input (a response_format reply) becomes the content, as JSON text.
+    Raises ValueError (orjson.JSONDecodeError) when the body is not a JSON message."""
+    message = orjson.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("upstream message is not a JSON object")
+    blocks = [block for block in message.get("content") or [] if isinstance(block, dict)]
+    texts: list[str] = []
+    tool_calls: list[JSONObject] = []
+    answered = False
+    for block in blocks:
+        if block.get("type") == "text":
+            texts.append(block.get("text") or "")
+        elif block.get("type") == "tool_use" and is_answer_tool(block.get("name")):
+            texts.append(orjson.dumps(block.get("input") or {}).decode())
+            answered = True
+        elif block.get("type") == "tool_use":
+            tool_calls.append(_tool_call(block))
+    reply: JSONObject = {
+        "role": "assistant",
+        "content": "".join(texts) if texts else None,
+        "refusal": None,
+    }
+    if tool_calls:
+        reply["tool_calls"] = tool_calls
+    answered_by_tool = answered and not tool_calls
+    usage = message.get("usage")
+    finish_reason = finish_reason_for(message.get("stop_reason"), answered_by_tool=answered_by_tool)
+    choice = {"index": 0, "message": reply, "logprobs": None, "finish_reason": finish_reason}
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [choice],
+        "usage": openai_usage(usage if isinstance(usage, dict) else {}),
+    }
+
+
+def _tool_call(block: JSONObject) -> JSONObject:
+    arguments = orjson.dumps(block.get("input") or {}).decode()
+    function = {"name": block.get("name"), "arguments": arguments}
+    return {"id": block.get("id"), "type": "function", "function": function}
+
+
+def parse_error(status: int, data: bytes) -> tuple[str, str]:
+    """Anthropic error body -> (error type, message). Bodies that are not Anthropic's JSON
+    envelope (gateway HTML, empty) get a type derived from `status` and the text itself."""
+    fallback_type = _ERROR_TYPES_BY_STATUS.get(
+        status, "invalid_request_error" if 400 <= status < 500 else "api_error"
+    )
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        payload = None
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        return str(error.get("type") or fallback_type), str(error["message"])
+    text = data.decode("utf-8", "replace").strip()[:ERROR_BODY_MAX_CHARS]
+    return fallback_type, text or f"upstream returned HTTP {status}"

@@ -15,6 +15,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from gateway.providers.anthropic import (
     API_VERSION,
+    FIELDS,
     StreamTranslator,
     build_request,
     parse_error,
@@ -40,6 +41,30 @@ def call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 
 def tool_msg(call_id: str, content: Any) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def user_parts(*parts: Any) -> dict[str, Any]:
+    return {"role": "user", "content": list(parts)}
+
+
+def image_part(image_url: Any) -> dict[str, Any]:
+    return user_parts({"type": "image_url", "image_url": image_url})
+
+
+def assistant_calls(tool_calls: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": tool_calls}
+
+
+def tool(name: str, parameters: dict[str, Any] | None = None) -> dict[str, Any]:
+    function = {"name": name, **({"parameters": parameters} if parameters else {})}
+    return {"type": "function", "function": function}
+
+
+def json_schema(name: str, schema: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, **extra}}
+
+
+JSON_OBJECT = {"type": "json_object"}
 
 
 WEATHER_TOOL = {
@@ -268,6 +293,21 @@ def test_tools_are_translated(_case: str, extra: dict[str, Any], expected: dict[
     assert {key: payload.get(key) for key in expected} == expected
 
 
+def test_past_tool_calls_without_tools_declare_their_tools_uncallable():
+    # given: a conversation with a tool round, asked on without offering tools
+    messages = [
+        USER_HI,
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "get_weather", "{}")]},
+        tool_msg("c1", "18C"),
+        {"role": "user", "content": "so?"},
+    ]
+    # when
+    payload = translate({"messages": messages})
+    # then
+    assert payload["tools"] == [{"name": "get_weather", "input_schema": {"type": "object"}}]
+    assert payload["tool_choice"] == {"type": "none"}
+
+
 def test_tool_without_parameters_gets_an_empty_object_schema():
     # given
     tool = {"type": "function", "function": {"name": "now"}}
@@ -298,6 +338,34 @@ def test_tool_without_parameters_gets_an_empty_object_schema():
         ("stop string", {"stop": "END"}, {"stop_sequences": ["END"]}),
         ("stop list", {"stop": ["A", "B"]}, {"stop_sequences": ["A", "B"]}),
         ("user", {"user": "u-42"}, {"metadata": {"user_id": "u-42"}}),
+        ("safety_identifier", {"safety_identifier": "h-1"}, {"metadata": {"user_id": "h-1"}}),
+        (
+            "user wins over safety_identifier",
+            {"user": "u", "safety_identifier": "h"},
+            {"metadata": {"user_id": "u"}},
+        ),
+        ("top_k passes through", {"top_k": 40}, {"top_k": 40}),
+        (
+            "reasoning_effort becomes a thinking budget above the default answer room",
+            {"reasoning_effort": "medium"},
+            {"thinking": {"type": "enabled", "budget_tokens": 4096}, "max_tokens": 8192},
+        ),
+        (
+            "reasoning_effort stays inside the client's limit",
+            {"reasoning_effort": "high", "max_completion_tokens": 3000},
+            {"thinking": {"type": "enabled", "budget_tokens": 2999}, "max_tokens": 3000},
+        ),
+        ("reasoning_effort none thinks not", {"reasoning_effort": "none"}, {"thinking": None}),
+        (
+            "reasoning_effort minimal thinks not",
+            {"reasoning_effort": "minimal"},
+            {"thinking": None},
+        ),
+        (
+            "thinking of the client's own wins over reasoning_effort",
+            {"reasoning_effort": "high", "thinking": {"type": "enabled", "budget_tokens": 1024}},
+            {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 5120},
+        ),
     ],
 )
 def test_parameters_are_translated(_case: str, extra: dict[str, Any], expected: dict[str, Any]):
@@ -307,31 +375,78 @@ def test_parameters_are_translated(_case: str, extra: dict[str, Any], expected: 
     assert {key: payload.get(key) for key in expected} == expected
 
 
-def test_openai_only_fields_are_dropped():
-    # given
-    body = {
-        "model": "anthropic/claude-sonnet-4",
-        "messages": [USER_HI],
+DROPPED_FIELDS = {
+    "seed": 7,
+    "store": True,
+    "metadata": {"tag": "x"},
+    "service_tier": "flex",
+    "stream_options": {"include_usage": True},
+    "prediction": {"type": "content", "content": "draft"},
+    "prompt_cache_key": "conversation-1",
+    "prompt_cache_retention": "24h",
+    "prompt_cache_options": {"mode": "implicit"},
+    "verbosity": "low",
+}
+REFUSED_FIELDS = {
+    "n": 2,
+    "logprobs": True,
+    "top_logprobs": 2,
+    "logit_bias": {"50256": -100},
+    "presence_penalty": 0.5,
+    "frequency_penalty": -0.5,
+    "audio": {"voice": "alloy", "format": "wav"},
+    "modalities": ["text", "audio"],
+    "web_search_options": {"search_context_size": "low"},
+    "moderation": {"model": "omni-moderation-latest"},
+    "functions": [{"name": "f", "parameters": {"type": "object"}}],
+    "function_call": "auto",
+}
+BARE_REQUEST = {
+    "model": "claude-sonnet-4-20250514",
+    "max_tokens": 4096,
+    "messages": [USER_HI],
+    "stream": False,
+}
+
+
+def test_the_field_table_is_covered_by_these_tests():
+    # then: every dropped and refused field has a case below; translated ones have theirs
+    assert {f for f, how in FIELDS.items() if how == "drop"} == set(DROPPED_FIELDS)
+    assert {f for f, how in FIELDS.items() if how == "refuse"} == set(REFUSED_FIELDS)
+
+
+@pytest.mark.parametrize(("field", "value"), DROPPED_FIELDS.items())
+def test_dropped_fields_leave_the_request_as_without_them(field: str, value: Any):
+    # when
+    payload = translate({"model": MODEL, "messages": [USER_HI], field: value})
+    # then
+    assert payload == BARE_REQUEST
+
+
+@pytest.mark.parametrize(("field", "value"), REFUSED_FIELDS.items())
+def test_refused_fields_raise_value_error_naming_them(field: str, value: Any):
+    # when / then
+    with pytest.raises(ValueError, match=f"^{field}: "):
+        translate({"messages": [USER_HI], field: value})
+
+
+def test_refused_fields_at_their_neutral_values_are_sent_as_without_them():
+    # given: the defaults some clients always send
+    neutral = {
         "n": 1,
-        "logprobs": True,
-        "top_logprobs": 2,
-        "frequency_penalty": 0.5,
-        "presence_penalty": 0.5,
-        "seed": 7,
-        "response_format": {"type": "json_object"},
-        "stream_options": {"include_usage": True},
-        "metadata": {"tag": "x"},
-        "reasoning_effort": "low",
+        "logprobs": False,
+        "top_logprobs": 0,
+        "logit_bias": {},
+        "presence_penalty": 0,
+        "frequency_penalty": 0.0,
+        "modalities": ["text"],
+        "functions": [],
+        "audio": None,
     }
     # when
-    payload = translate(body)
+    payload = translate({"messages": [USER_HI], **neutral})
     # then
-    assert payload == {
-        "model": "claude-sonnet-4-20250514",
-        "max_tokens": 4096,
-        "messages": [USER_HI],
-        "stream": False,
-    }
+    assert payload == BARE_REQUEST
 
 
 def test_headers_and_stream_flag():
@@ -389,6 +504,137 @@ def test_headers_and_stream_flag():
             "unknown tool_choice",
             {"messages": [USER_HI], "tools": [WEATHER_TOOL], "tool_choice": "sometimes"},
             "tool_choice",
+        ),
+        ("message not an object", {"messages": ["hi"]}, "messages[0]"),
+        (
+            "only a system prompt",
+            {"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": ""}]},
+            "messages: ",
+        ),
+        ("content a number", {"messages": [{"role": "user", "content": 5}]}, "messages[0]"),
+        ("content part not an object", {"messages": [user_parts("hi")]}, "messages[0]"),
+        (
+            "text part text a number",
+            {"messages": [user_parts({"type": "text", "text": 5})]},
+            "messages[0]",
+        ),
+        (
+            "system part not an object",
+            {"messages": [{"role": "system", "content": [5]}]},
+            "messages[0]",
+        ),
+        ("image_url a number", {"messages": [image_part(5)]}, "messages[0]"),
+        ("image_url a list", {"messages": [image_part([1])]}, "messages[0]"),
+        ("image_url url a number", {"messages": [image_part({"url": 5})]}, "messages[0]"),
+        (
+            "tool_calls not an array",
+            {"messages": [USER_HI, assistant_calls("call")]},
+            "messages[1]",
+        ),
+        ("tool call a number", {"messages": [USER_HI, assistant_calls([5])]}, "messages[1]"),
+        (
+            "tool call function a string",
+            {"messages": [USER_HI, assistant_calls([{"id": "c", "function": "f"}])]},
+            "messages[1]",
+        ),
+        (
+            "tool call arguments an object",
+            {
+                "messages": [
+                    USER_HI,
+                    assistant_calls(
+                        [{"id": "c", "function": {"name": "f", "arguments": {"a": 1}}}]
+                    ),
+                ]
+            },
+            "messages[1]",
+        ),
+        (
+            "tool call without an id",
+            {"messages": [USER_HI, assistant_calls([{"function": {"name": "f"}}])]},
+            "messages[1]",
+        ),
+        (
+            "tool message without tool_call_id",
+            {"messages": [USER_HI, {"role": "tool", "content": "18C"}]},
+            "messages[1]",
+        ),
+        ("tool a number", {"messages": [USER_HI], "tools": [5]}, "tools[0]"),
+        (
+            "tool function a string",
+            {"messages": [USER_HI], "tools": [{"type": "function", "function": "f"}]},
+            "tools[0]",
+        ),
+        (
+            "tool parameters not an object schema",
+            {"messages": [USER_HI], "tools": [tool("f", {"type": "array"})]},
+            "tools[0].function.parameters",
+        ),
+        (
+            "tool name with the answer tool prefix",
+            {"messages": [USER_HI], "tools": [tool("structured_output__x")]},
+            "tools[0]",
+        ),
+        (
+            "tool_choice function a string",
+            {
+                "messages": [USER_HI],
+                "tools": [WEATHER_TOOL],
+                "tool_choice": {"type": "function", "function": "get_weather"},
+            },
+            "tool_choice",
+        ),
+        ("temperature above 1", {"messages": [USER_HI], "temperature": 1.5}, "temperature"),
+        ("thinking not an object", {"messages": [USER_HI], "thinking": "on"}, "thinking"),
+        (
+            "unknown reasoning_effort",
+            {"messages": [USER_HI], "reasoning_effort": "extreme"},
+            "reasoning_effort",
+        ),
+        (
+            "reasoning_effort with a limit below the minimum thinking budget",
+            {"messages": [USER_HI], "reasoning_effort": "low", "max_tokens": 1024},
+            "reasoning_effort",
+        ),
+        (
+            "reasoning_effort with a forced tool call",
+            {
+                "messages": [USER_HI],
+                "reasoning_effort": "low",
+                "tools": [WEATHER_TOOL],
+                "tool_choice": "required",
+            },
+            "reasoning_effort: .* tool_choice forces",
+        ),
+        (
+            "reasoning_effort with response_format",
+            {"messages": [USER_HI], "reasoning_effort": "low", "response_format": JSON_OBJECT},
+            "reasoning_effort: .* response_format forces",
+        ),
+        (
+            "reasoning_effort with a temperature",
+            {"messages": [USER_HI], "reasoning_effort": "low", "temperature": 0.2},
+            "reasoning_effort",
+        ),
+        (
+            "reasoning_effort with a low top_p",
+            {"messages": [USER_HI], "reasoning_effort": "low", "top_p": 0.5},
+            "reasoning_effort",
+        ),
+        (
+            "unknown response_format type",
+            {"messages": [USER_HI], "response_format": {"type": "grammar"}},
+            "response_format",
+        ),
+        (
+            "response_format json_schema not an object",
+            {"messages": [USER_HI], "response_format": {"type": "json_schema", "json_schema": 1}},
+            "response_format.json_schema",
+        ),
+        (
+            "response_format schema whose root is not an object",
+            {"messages": [USER_HI], "response_format": json_schema("n", {"type": "array"})},
+            "response_format.json_schema.schema",
         ),
     ],
 )
@@ -852,3 +1098,247 @@ def test_parse_error_truncates_long_bodies():
     _kind, message = parse_error(503, b"x" * 10_000)
     # then
     assert message == "x" * 500
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    age: int
+
+
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+ANSWER_DESCRIPTION = "Give your final answer as this tool's input."
+PERSON_TOOL = {
+    "name": "structured_output__person",
+    "description": ANSWER_DESCRIPTION,
+    "input_schema": PERSON_SCHEMA,
+}
+FORCED_PERSON = {
+    "type": "tool",
+    "name": "structured_output__person",
+    "disable_parallel_tool_use": True,
+}
+
+
+@pytest.mark.parametrize(
+    ("_case", "response_format", "tools", "tool_choice"),
+    [
+        (
+            "json_schema: a forced answer tool with the schema",
+            json_schema("person", PERSON_SCHEMA, strict=True),
+            [PERSON_TOOL],
+            FORCED_PERSON,
+        ),
+        (
+            "the name is cut to Anthropic's tool-name rules",
+            json_schema("my schema.v2" + "x" * 60, PERSON_SCHEMA),
+            [{**PERSON_TOOL, "name": "structured_output__my_schema_v2" + "x" * 33}],
+            {**FORCED_PERSON, "name": "structured_output__my_schema_v2" + "x" * 33},
+        ),
+        (
+            "the format's description follows the instruction",
+            json_schema("person", PERSON_SCHEMA, description="A person."),
+            [{**PERSON_TOOL, "description": f"{ANSWER_DESCRIPTION} A person."}],
+            FORCED_PERSON,
+        ),
+        (
+            "a schema without a root type gets type object",
+            json_schema("person", {"properties": {"name": {"type": "string"}}}),
+            [
+                {
+                    **PERSON_TOOL,
+                    "input_schema": {"properties": {"name": {"type": "string"}}, "type": "object"},
+                }
+            ],
+            FORCED_PERSON,
+        ),
+        (
+            "json_object: a forced answer tool taking any object",
+            JSON_OBJECT,
+            [
+                {
+                    "name": "structured_output__json_object",
+                    "description": ANSWER_DESCRIPTION,
+                    "input_schema": {"type": "object"},
+                }
+            ],
+            {**FORCED_PERSON, "name": "structured_output__json_object"},
+        ),
+        ("text: nothing to do", {"type": "text"}, None, None),
+    ],
+)
+def test_response_format_becomes_a_forced_answer_tool(
+    _case: str, response_format: dict[str, Any], tools: Any, tool_choice: Any
+):
+    # when
+    payload = translate({"messages": [USER_HI], "response_format": response_format})
+    # then
+    assert payload.get("tools") == tools
+    assert payload.get("tool_choice") == tool_choice
+    assert "response_format" not in payload
+
+
+@pytest.mark.parametrize(
+    ("_case", "extra", "tools", "tool_choice"),
+    [
+        (
+            "no tool_choice: a client tool call or the answer",
+            {},
+            [ANTHROPIC_WEATHER_TOOL, PERSON_TOOL],
+            {"type": "any"},
+        ),
+        (
+            "auto: the same",
+            {"tool_choice": "auto"},
+            [ANTHROPIC_WEATHER_TOOL, PERSON_TOOL],
+            {"type": "any"},
+        ),
+        (
+            "auto without parallel calls",
+            {"parallel_tool_calls": False},
+            [ANTHROPIC_WEATHER_TOOL, PERSON_TOOL],
+            {"type": "any", "disable_parallel_tool_use": True},
+        ),
+        (
+            "none: only the answer",
+            {"tool_choice": "none"},
+            [ANTHROPIC_WEATHER_TOOL, PERSON_TOOL],
+            FORCED_PERSON,
+        ),
+        (
+            "required: a client tool, no answer tool",
+            {"tool_choice": "required"},
+            [ANTHROPIC_WEATHER_TOOL],
+            {"type": "any"},
+        ),
+        (
+            "a named function: that call, no answer tool",
+            {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+            [ANTHROPIC_WEATHER_TOOL],
+            {"type": "tool", "name": "get_weather"},
+        ),
+    ],
+)
+def test_response_format_beside_client_tools(
+    _case: str, extra: dict[str, Any], tools: Any, tool_choice: Any
+):
+    # given
+    body = {"messages": [USER_HI], "tools": [WEATHER_TOOL], **extra}
+    # when
+    payload = translate({**body, "response_format": json_schema("person", PERSON_SCHEMA)})
+    # then
+    assert payload["tools"] == tools
+    assert payload["tool_choice"] == tool_choice
+
+
+ANSWER_USE = {
+    "type": "tool_use",
+    "id": "toolu_9",
+    "name": "structured_output__person",
+    "input": {"name": "Ada", "age": 36},
+}
+
+
+def test_an_answer_tool_use_comes_back_as_json_content_with_stop():
+    # when
+    completion = parse(anthropic_message([ANSWER_USE], "tool_use"))
+    # then
+    choice = completion["choices"][0]
+    assert choice["message"] == {
+        "role": "assistant",
+        "content": '{"name":"Ada","age":36}',
+        "refusal": None,
+    }
+    assert choice["finish_reason"] == "stop"
+    assert Person.model_validate_json(choice["message"]["content"]) == Person(name="Ada", age=36)
+
+
+def test_an_answer_beside_a_client_tool_call_keeps_the_call():
+    # given
+    weather = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+    # when
+    completion = parse(anthropic_message([weather, ANSWER_USE], "tool_use"))
+    # then
+    choice = completion["choices"][0]
+    assert choice["message"]["content"] == '{"name":"Ada","age":36}'
+    assert [c["function"]["name"] for c in choice["message"]["tool_calls"]] == ["get_weather"]
+    assert choice["finish_reason"] == "tool_calls"
+
+
+ANSWER_STREAM_EVENTS: list[tuple[str, dict[str, Any]]] = [
+    STREAM_EVENTS[0],
+    (
+        "content_block_start",
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {**ANSWER_USE, "input": {}},
+        },
+    ),
+    *[
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": piece},
+            },
+        )
+        for piece in ("", '{"name": "Ad', 'a", "age": 36}')
+    ],
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    STREAM_EVENTS[-2],
+    STREAM_EVENTS[-1],
+]
+
+
+def test_answer_stream_fixture_is_a_real_anthropic_event_sequence():
+    adapter = pydantic.TypeAdapter(anthropic.types.RawMessageStreamEvent)
+    for _name, data in ANSWER_STREAM_EVENTS:
+        adapter.validate_python(data)
+
+
+def test_a_streamed_answer_tool_becomes_content_deltas_with_stop():
+    # given
+    data = b"".join(sse(name, event) for name, event in ANSWER_STREAM_EVENTS)
+    # when
+    translator, frames = translate_stream(data, 5)
+    # then
+    chunks = [orjson.loads(frame.removeprefix(b"data: ")) for frame in frames]
+    assert chunks[:-1] == [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": '{"name": "Ad'}),
+        chunk({"content": 'a", "age": 36}'}),
+        chunk({}, finish_reason="stop"),
+    ]
+    assert translator.emitted_content is True
+    state = ChatCompletionStreamState(response_format=Person)
+    for frame in frames:
+        state.handle_chunk(ChatCompletionChunk.model_validate_json(frame.removeprefix(b"data: ")))
+    message = state.get_final_completion().choices[0].message
+    assert message.parsed == Person(name="Ada", age=36)
+    assert message.tool_calls is None
+
+
+def test_a_stream_event_that_is_not_an_object_is_an_error():
+    # given
+    translator = StreamTranslator(model=MODEL, completion_id=COMPLETION_ID, created=CREATED)
+    # when
+    frames = translator.feed(b"event: content_block_delta\ndata: [1, 2]\n\n")
+    # then
+    assert frames == []
+    assert translator.error == (
+        "api_error",
+        "upstream sent a content_block_delta event that is not a JSON object",
+    )
+
+
+@pytest.mark.parametrize("data", [b"[1, 2]", b'"text"'])
+def test_a_message_that_is_not_an_object_is_a_value_error(data: bytes):
+    # when / then
+    with pytest.raises(ValueError, match="not a JSON object"):
+        parse(data)
