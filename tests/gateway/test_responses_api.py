@@ -447,8 +447,7 @@ class Forecast(pydantic.BaseModel):
     ("model", "fake"),
     [
         BY_MODEL[0],
-        pytest.param(SONNET, "anthro", id="anthropic", marks=pytest.mark.xfail(
-            strict=False, reason="the Anthropic adapter does not translate response_format yet")),
+        pytest.param(SONNET, "anthro", id="anthropic"),
     ],
 )  # fmt: skip
 def test_live_parse_with_a_pydantic_text_format(client, fresh_live, model, fake):
