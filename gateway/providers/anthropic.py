@@ -110,6 +110,7 @@ MIN_THINKING_BUDGET = 1024
 # Anthropic allows top_p only from 0.95 while thinking, and no temperature but 1.
 MIN_THINKING_TOP_P = 0.95
 
+OPENING_USER_TURN = "(conversation start)"
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _TOOL_CHOICES: dict[str, JSONObject] = {
     "auto": {"type": "auto"},
@@ -245,6 +246,11 @@ def _translate_messages(messages: Any) -> tuple[str, list[JSONObject]]:
             system_texts.extend(_texts_of(message.get("content"), index))
         else:
             _append_turn(turns, _translate_message(message, index))
+    if turns and turns[0]["role"] == "assistant":
+        # OpenAI accepts a conversation that opens with the assistant (a chatbot's
+        # greeting); Anthropic wants a user turn first. A neutral placeholder turn keeps
+        # the greeting, as LiteLLM does, instead of refusing a common client shape.
+        turns.insert(0, {"role": "user", "content": OPENING_USER_TURN})
     return "\n\n".join(text for text in system_texts if text), turns
 
 

@@ -1342,3 +1342,16 @@ def test_a_message_that_is_not_an_object_is_a_value_error(data: bytes):
     # when / then
     with pytest.raises(ValueError, match="not a JSON object"):
         parse(data)
+
+
+def test_a_conversation_opening_with_the_assistant_gets_a_placeholder_user_turn_first():
+    # given a chatbot's greeting before the user speaks (OpenAI accepts it)
+    body = {"messages": [{"role": "system", "content": "Be kind."},
+                         {"role": "assistant", "content": "Hi! How can I help?"},
+                         {"role": "user", "content": "Hello"}]}  # fmt: skip
+    # when
+    _headers, raw = build_request(body, "claude", "key", stream=False)
+    # then Anthropic's rule (a user turn first) holds and the greeting is kept
+    messages = orjson.loads(raw)["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == "Hi! How can I help?"
