@@ -11,4 +11,5 @@ COPY templates ./templates
 COPY manage.py ./
 RUN pip install . && mkdir -p var
 EXPOSE 8000
-CMD ["granian", "--interface", "asgi", "--host", "0.0.0.0", "--port", "8000", "--workers", "2", "--loop", "uvloop", "--http", "1", "--no-ws", "gateway.asgi:application"]
+# --backlog and --backpressure as in gateway/processes.py gateway_command (why: there).
+CMD exec granian --interface asgi --host 0.0.0.0 --port 8000 --workers 2 --loop uvloop --http 1 --no-ws --backlog 4096 --backpressure "${SWITCHYARD_WORKER_CONCURRENCY:-8192}" gateway.asgi:application

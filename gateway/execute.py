@@ -265,6 +265,7 @@ async def open_stream(
         raise AttemptFailed("connect_error", f"{type(exc).__name__} before first token") from None
     finally:
         if not committed:
+            drop_connection(response)
             await asyncio.shield(response.aclose())
     return Opened(target, response, translator, chunks, buffered, started, _elapsed_ms(started),
                   deadline_at)  # fmt: skip
@@ -420,6 +421,8 @@ async def relay(
     finally:
         if not completed and error is None:
             error = CLIENT_DISCONNECTED  # cancelled or closed while relaying
+        if not translator.finished:
+            drop_connection(opened.response)
         await close_opened(opened)
         on_end(opened, error)
 
@@ -433,6 +436,19 @@ async def abandon(opened: Opened, on_end: Callable[[Opened, str | None], None]) 
     opened.relayed = True
     await close_opened(opened)
     on_end(opened, CLIENT_DISCONNECTED)
+
+
+def drop_connection(response: httpx.Response) -> None:
+    """Close an unfinished upstream response's connection now, synchronously. `aclose()`
+    runs as a task of its own (it is shielded), behind every other cancelled request's
+    bookkeeping: when thousands of clients hang up at once, the upstream connections would
+    stay open for seconds. aiohttp's `ClientResponse.close()` drops the connection at once;
+    `aclose()` still follows for httpx's own state. Other transports: a no-op."""
+    stream = getattr(response, "stream", None)
+    upstream = getattr(stream, "_aiohttp_response", None)  # httpx-aiohttp's response stream
+    close = getattr(upstream, "close", None)
+    if callable(close):
+        close()
 
 
 async def close_opened(opened: Opened) -> None:

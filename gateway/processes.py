@@ -73,19 +73,47 @@ SERVERS = ("granian", "uvicorn")
 DEFAULT_SERVER = "granian"  # docs/decisions/0004-asgi-server.md
 
 
+# Concurrent connections one granian worker serves (`--backpressure`). Granian takes a
+# permit before each accept and keeps it for the connection's life, idle keep-alive ones
+# included; its default, backlog / workers, is 1,024 for one worker, where a flood of
+# streams waiting for a first token stalled (docs/performance.md, "Streams waiting for a
+# first token"). A waiting stream measured ~66 KiB and holds two open files (client and
+# upstream), so 8,192 per worker is ~530 MiB and ~16,400 files: set the open-file limit
+# (`ulimit -n`) above that, or lower SWITCHYARD_WORKER_CONCURRENCY. The upstream pool's
+# default is the same number (gateway/settings.py), so no stream waits for a pool slot.
+WORKER_CONCURRENCY = 8192
+# Connections the kernel queues on the listening socket until a worker accepts them (a
+# reconnect storm, a worker at its cap); Linux caps it at net.core.somaxconn (4096 by
+# default since 5.4), and beyond the queue a connect waits for SYN retransmits.
+LISTEN_BACKLOG = 4096
+
+
+def worker_concurrency() -> int:
+    """SWITCHYARD_WORKER_CONCURRENCY from this process's environment, or the default."""
+    value = os.environ.get("SWITCHYARD_WORKER_CONCURRENCY", "").strip()
+    return int(value) if value else WORKER_CONCURRENCY
+
+
 def gateway_command(
     port: int, workers: int = 1, server: str = DEFAULT_SERVER, host: str = "127.0.0.1"
 ) -> list[str]:
     """The command line that serves the gateway; both servers run it with uvloop, HTTP/1.1,
-    the ASGI lifespan on (traces are flushed at shutdown) and no access log (SPEC D-12)."""
+    the ASGI lifespan on (traces are flushed at shutdown) and no access log (SPEC D-12).
+
+    Both get LISTEN_BACKLOG; granian also WORKER_CONCURRENCY connections per worker.
+    uvicorn has no such cap by default and gets none: its `--limit-concurrency` answers
+    503 past the limit instead of queueing, and a stream counts for as long as it runs."""
+    backlog, concurrency = str(LISTEN_BACKLOG), str(worker_concurrency())
     if server == "granian":
         return [sys.executable, "-m", "granian", "--interface", "asgi", "--host", host,
                 "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-                "--http", "1", "--no-ws", "gateway.asgi:application"]  # fmt: skip
+                "--http", "1", "--no-ws", "--backlog", backlog, "--backpressure", concurrency,
+                "gateway.asgi:application"]  # fmt: skip
     if server == "uvicorn":
         return [sys.executable, "-m", "uvicorn", "gateway.asgi:application", "--host", host,
                 "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-                "--http", "httptools", "--no-access-log", "--lifespan", "on"]  # fmt: skip
+                "--http", "httptools", "--no-access-log", "--lifespan", "on",
+                "--backlog", backlog]  # fmt: skip
     raise ValueError(f"server must be one of {SERVERS}, not {server!r}")
 
 

@@ -131,7 +131,12 @@ GATEWAY = GatewaySettings(
     total_timeout_s=env.float("SWITCHYARD_TOTAL_TIMEOUT_S", default=600.0),
     snapshot_poll_s=env.float("SWITCHYARD_SNAPSHOT_POLL_S", default=1.0),
     trace_flush_s=env.float("SWITCHYARD_TRACE_FLUSH_S", default=0.2),
-    upstream_pool_size=env.int("SWITCHYARD_UPSTREAM_POOL_SIZE", default=256),
+    # A stream holds its upstream connection from the request to its end, so the pool caps
+    # the streams one worker serves at once (256 did); its default follows the worker's
+    # connection cap (gateway/processes.py WORKER_CONCURRENCY), so none waits for a slot.
+    upstream_pool_size=env.int(
+        "SWITCHYARD_UPSTREAM_POOL_SIZE", default=env.int("SWITCHYARD_WORKER_CONCURRENCY", 8192)
+    ),
     health_window_s=env.float("SWITCHYARD_HEALTH_WINDOW_S", default=30.0),
     unhealthy_errors=env.int("SWITCHYARD_UNHEALTHY_ERRORS", default=3),
     cooldown_base_s=env.float("SWITCHYARD_COOLDOWN_BASE_S", default=30.0),

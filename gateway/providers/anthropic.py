@@ -22,6 +22,7 @@ from gateway.providers.anthropic_stream import (
     parse_error,
     parse_response,
 )
+from gateway.providers.openai import compact_json
 
 __all__ = [
     "API_VERSION",
@@ -160,7 +161,7 @@ def build_request(
         "anthropic-version": API_VERSION,
         "content-type": "application/json",
     }
-    return headers, orjson.dumps(payload)
+    return headers, compact_json(payload)
 
 
 def _refuse_untranslatable(body: JSONObject) -> None:

@@ -30,7 +30,14 @@ def build_request(
         # Usage is needed for cost accounting even when the client did not ask for it.
         payload["stream_options"] = {**(payload.get("stream_options") or {}), "include_usage": True}
     headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
-    return headers, orjson.dumps(payload)
+    return headers, compact_json(payload)
+
+
+def compact_json(payload: dict[str, Any]) -> bytes:
+    """`orjson.dumps`, copied into a bytes object of its own size: orjson's result keeps
+    the capacity of its write buffer (4 KiB and up), which a stream holds for its whole
+    life — 6 % of a waiting stream's memory (docs/performance.md)."""
+    return bytes(memoryview(orjson.dumps(payload)))
 
 
 def build_embeddings_request(

@@ -1,0 +1,555 @@
+"""`python -m bench.flood [--streams N] [--server granian|uvicorn]`: a flood of streams that
+wait for their first token, against ONE gateway worker (docs/performance.md, "Streams
+waiting for a first token").
+
+1. A throw-away database and key (bench/stack.py), a fake upstream whose first token
+   comes after ten minutes, and one gateway worker whose first-token and total timeouts
+   are an hour, so nothing ends a stream during the run but its client.
+2. Warm-up: a few plain calls and a small flood that is opened and hung up, so one-time
+   allocations (imports, pools, the stream path) are not counted per stream. Then the
+   worker's idle RSS.
+3. The flood: N streaming chat requests on raw non-blocking sockets, opened in batches,
+   until the fake reports `in_flight == N` (every stream is waiting upstream), or the
+   count stops rising for STALL_S, or PHASE_TIMEOUT_S passes. The worker's RSS there,
+   minus the idle RSS, over the streams held, is the memory of one waiting stream.
+4. The hang-up: every client socket is closed at once; the time until the fake's
+   `in_flight` is 0 (each upstream connection closed, `cancelled` counts them), and what
+   was still open after RELEASE_BAR_S.
+5. After: the worker's RSS, `/healthz` and one plain call.
+
+A measurement, not a test: it prints a table and exits non-zero only when something
+crashed (the gateway died, or the benchmark itself failed). Every phase is bounded, and
+all traffic goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import os
+import resource
+import selectors
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+import httpx
+import orjson
+
+from bench.procs import (
+    ProcessTree,
+    cpu_seconds,
+    established_connections,
+    gateway_tree,
+    kill_leftovers,
+    machine_busy_s,
+    machine_facts,
+    rss_mb,
+    wait_for_idle_workers,
+    wait_for_quiet_machine,
+)
+from bench.stack import GATEWAY_MODEL, bench_env, prepare_database
+from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from gateway.processes import DEFAULT_SERVER, ROOT, SERVERS, GatewayProcess, running_gateway
+
+DEFAULT_STREAMS = 5000
+MAX_STREAMS = 20_000
+# The fake's first token comes long after any phase of the run has ended.
+TTFT_MS = 10 * 60 * 1000
+# The gateway must not end a waiting stream itself: first token, idle and total deadlines.
+GATEWAY_TIMEOUT_S = "3600"
+# Connections opened per batch; a batch gets up to BATCH_WAIT_S for its connects before
+# the next one starts (a connect that is still pending stays watched).
+BATCH = 250
+BATCH_WAIT_S = 1.0
+# Every phase ends by this long at most, whatever happens.
+PHASE_TIMEOUT_S = 90.0
+# The flood has stalled when the fake's in-flight count has not risen for this long.
+STALL_S = 10.0
+# After the plateau is reached, allocations still in progress get this long to finish.
+SETTLE_S = 1.0
+# The target: every upstream connection is released this soon after the clients left.
+RELEASE_BAR_S = 1.0
+WARMUP_CALLS = 5
+WARMUP_STREAMS = 50
+POLL_S = 0.01
+# Open files the benchmark process needs besides its client sockets.
+SPARE_FILES = 256
+# Before starting, wait up to QUIET_WAIT_S for other work to drop below QUIET_BUSY_PCT of
+# one core: the release is CPU work, and someone else's test run slows it down.
+QUIET_BUSY_PCT = 15.0
+QUIET_WAIT_S = 30.0
+GATEWAY_LOG = ROOT / "var" / "bench-flood-gateway.log"
+GATEWAY_LOG_TAIL_LINES = 20
+PROMPT = [{"role": "user", "content": "Say hello to the flood."}]
+
+
+@dataclass(frozen=True, slots=True)
+class FloodOptions:
+    streams: int
+    server: str
+    pool_size: int | None  # SWITCHYARD_UPSTREAM_POOL_SIZE; None = the gateway's default
+    worker_concurrency: int | None  # SWITCHYARD_WORKER_CONCURRENCY; None = the default
+
+
+@dataclass
+class FloodResult:
+    options: FloodOptions
+    facts: dict[str, str]
+    rss_idle_mb: float = 0.0
+    rss_plateau_mb: float = 0.0
+    rss_after_mb: float = 0.0
+    connected: int = 0  # client connects that completed
+    connect_pending: int = 0  # client connects still not completed at the plateau
+    connect_failed: Counter[str] = field(default_factory=Counter)
+    answered: Counter[str] = field(default_factory=Counter)  # what the gateway sent early
+    held: int = 0  # the fake's in_flight at the plateau: streams waiting upstream
+    plateau_s: float = 0.0  # from the first connect until `held` was reached
+    stalled: str = ""  # why the flood stopped short of N, if it did
+    worker_clients: int = 0  # client connections the worker holds at the plateau
+    worker_upstreams: int = 0  # its connections to the fake at the plateau
+    release_s: float | None = None  # None: in_flight was not 0 within PHASE_TIMEOUT_S
+    ramp_cpu_s: float = 0.0  # the worker's CPU seconds from the first connect to the plateau
+    release_cpu_s: float = 0.0  # and from the hang-up until in_flight was 0
+    release_busy_pct: float = 0.0  # the whole machine's CPU then, % of one core
+    upstream_calls: int = 0  # requests the fake received from the flood (should be N)
+    in_flight_after_bar: int = 0  # the fake's in_flight RELEASE_BAR_S after the hang-up
+    clients_after: int = 0  # the worker's client connections once in_flight was 0
+    upstreams_after: int = 0  # and its connections to the fake then
+    cancelled: int = 0  # the fake's handlers cut short by the hang-up
+    health_after: str = ""
+    call_after: str = ""
+    crashed: str = ""
+    log_tail: str = ""
+
+    @property
+    def kib_per_stream(self) -> float:
+        """RSS growth per stream the worker holds (those waiting for a pool slot too)."""
+        grown_kib = (self.rss_plateau_mb - self.rss_idle_mb) * 1024
+        return grown_kib / self.worker_clients if self.worker_clients else 0.0
+
+
+class Clients:
+    """N HTTP/1.1 clients on raw non-blocking sockets and one epoll selector: a connect
+    and a send per stream, then nothing but noticing what the gateway sends, so the
+    benchmark process costs next to nothing and a hang-up is one `close()` per socket."""
+
+    def __init__(self, port: int, request: bytes) -> None:
+        self._port = port
+        self._request = request
+        self._selector = selectors.DefaultSelector()
+        self._sockets: list[socket.socket] = []
+        self._connecting: set[int] = set()
+        self._answered: set[int] = set()
+        self.connected = 0
+        self.failed: Counter[str] = Counter()
+        self.answered: Counter[str] = Counter()
+
+    @property
+    def pending(self) -> int:
+        return len(self._connecting)
+
+    def open(self, count: int) -> None:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            code = sock.connect_ex(("127.0.0.1", self._port))
+            if code not in (0, errno.EINPROGRESS):
+                self.failed[errno.errorcode.get(code, str(code))] += 1
+                sock.close()
+                continue
+            self._sockets.append(sock)
+            self._connecting.add(sock.fileno())
+            self._selector.register(sock, selectors.EVENT_WRITE)
+
+    def pump(self, timeout_s: float) -> None:
+        """Finish connects and note early answers for up to `timeout_s`."""
+        for key, _mask in self._selector.select(timeout_s):
+            sock: socket.socket = key.fileobj  # type: ignore[assignment]
+            fd = key.fd
+            if fd in self._connecting:
+                self._connecting.discard(fd)
+                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if code:
+                    self.failed[errno.errorcode.get(code, str(code))] += 1
+                    self._selector.unregister(sock)
+                    continue
+                sock.send(self._request)  # a few hundred bytes into an empty buffer
+                self.connected += 1
+                self._selector.modify(sock, selectors.EVENT_READ)
+                continue
+            self._note_answer(sock, fd)
+
+    def _note_answer(self, sock: socket.socket, fd: int) -> None:
+        """The gateway sent something before the first token (an error, most likely) or
+        closed the connection; counted once per client by its status line."""
+        try:
+            data = sock.recv(4096)
+        except OSError as exc:
+            data, label = b"", type(exc).__name__
+        else:
+            label = data.split(b"\r\n", 1)[0].decode("latin-1")[:40] if data else "closed"
+        self._selector.unregister(sock)
+        if fd not in self._answered:
+            self._answered.add(fd)
+            self.answered[label or "closed"] += 1
+
+    def close_all(self) -> None:
+        """Hang up every client at once (the kernel sends FIN, or RST over unread data)."""
+        for sock in self._sockets:
+            sock.close()
+        self._selector.close()
+        self._sockets.clear()
+        self._connecting.clear()
+
+
+def run_flood(options: FloodOptions) -> FloodResult:
+    result = FloodResult(options, machine_facts())
+    result.facts["started at"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    result.facts["open-file limit"] = str(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    busy_pct = wait_for_quiet_machine(QUIET_BUSY_PCT, QUIET_WAIT_S)
+    result.facts["machine busy before start"] = f"{busy_pct:.0f} % of a core"
+    with ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-flood-")))
+        fake = stack.enter_context(running_fake_upstream("fast", ttft_ms=TTFT_MS))
+        env = bench_env(workdir / "bench.sqlite3", "aiohttp")
+        env.update(
+            SWITCHYARD_TTFB_TIMEOUT_S=GATEWAY_TIMEOUT_S,
+            SWITCHYARD_IDLE_TIMEOUT_S=GATEWAY_TIMEOUT_S,
+            SWITCHYARD_TOTAL_TIMEOUT_S=GATEWAY_TIMEOUT_S,
+        )
+        if options.pool_size is not None:
+            env["SWITCHYARD_UPSTREAM_POOL_SIZE"] = str(options.pool_size)
+        api_key = prepare_database(env, fake.base_url, workdir)
+        gateway, worker = _start_gateway(stack, env, options.server)
+        _progress(f"gateway ({options.server}, 1 worker, pid {worker}) on {gateway.base_url}")
+        request = _stream_request(gateway.port, api_key)
+        try:
+            _warm_up(gateway, fake, api_key, request)
+            result.rss_idle_mb = rss_mb(worker)
+            _flood(result, gateway, fake, worker, request)
+            result.rss_after_mb = rss_mb(worker)
+            result.health_after, result.call_after = _check(gateway, api_key)
+        except (httpx.HTTPError, OSError, RuntimeError) as exc:
+            result.crashed = f"{type(exc).__name__}: {exc}"
+        if gateway.process.poll() is not None:
+            result.crashed = result.crashed or f"gateway exited with {gateway.process.returncode}"
+    if result.crashed or result.stalled or result.answered:
+        result.log_tail = _tail(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
+    return result
+
+
+def _start_gateway(
+    stack: ExitStack, env: dict[str, str], server: str
+) -> tuple[GatewayProcess, int]:
+    """One worker; returns the pid that serves requests (uvicorn's single worker is the
+    server process itself; granian's is its child)."""
+    GATEWAY_LOG.parent.mkdir(exist_ok=True)
+    GATEWAY_LOG.write_bytes(b"")
+    trees: list[ProcessTree] = []
+    stack.callback(_kill_leftovers, trees)  # registered first, so it runs after the stop
+    gateway = stack.enter_context(
+        running_gateway(env, workers=1, server=server, log_path=GATEWAY_LOG)
+    )
+    master = gateway.process.pid
+    tree = wait_for_idle_workers(master, 1) if server == "granian" else gateway_tree(master)
+    trees.append(tree)
+    return gateway, (tree.workers[0] if tree.workers else master)
+
+
+def _warm_up(
+    gateway: GatewayProcess, fake: FakeUpstreamProcess, api_key: str, request: bytes
+) -> None:
+    """Plain calls, then WARMUP_STREAMS streams opened, held upstream and hung up."""
+    headers = {"Authorization": f"Bearer {api_key}"}
+    body = {"model": GATEWAY_MODEL, "messages": PROMPT}
+    for _ in range(WARMUP_CALLS):
+        answer = httpx.post(f"{gateway.base_url}/chat/completions", json=body, headers=headers)
+        if answer.status_code != 200:
+            raise RuntimeError(f"warm-up call answered {answer.status_code}: {answer.text[:300]}")
+    clients = Clients(gateway.port, request)
+    clients.open(WARMUP_STREAMS)
+    deadline = time.monotonic() + PHASE_TIMEOUT_S
+    while fake.stats()["in_flight"] < WARMUP_STREAMS:
+        if time.monotonic() > deadline:
+            raise RuntimeError("warm-up streams did not all reach the fake")
+        clients.pump(0.05)
+    clients.close_all()
+    while fake.stats()["in_flight"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError("warm-up streams were not released")
+        time.sleep(0.05)
+    time.sleep(SETTLE_S)
+
+
+def _flood(
+    result: FloodResult, gateway: GatewayProcess, fake: FakeUpstreamProcess, worker: int,
+    request: bytes,
+) -> None:  # fmt: skip
+    n = result.options.streams
+    before = fake.stats()
+    clients = Clients(gateway.port, request)
+    started, cpu_before = time.monotonic(), cpu_seconds(worker)
+    try:
+        _progress(f"opening {n} streams in batches of {BATCH}")
+        for opened in range(0, n, BATCH):
+            clients.open(min(BATCH, n - opened))
+            batch_deadline = time.monotonic() + BATCH_WAIT_S
+            while clients.pending and time.monotonic() < batch_deadline:
+                clients.pump(0.05)
+        result.held, result.stalled = _wait_for_plateau(clients, fake, n, started)
+        result.plateau_s = time.monotonic() - started
+        result.ramp_cpu_s = cpu_seconds(worker) - cpu_before
+        _pump_for(clients, SETTLE_S)
+        result.rss_plateau_mb = rss_mb(worker)
+        result.connected, result.connect_pending = clients.connected, clients.pending
+        result.connect_failed, result.answered = clients.failed, clients.answered
+        result.worker_clients, result.worker_upstreams = _connections(gateway, fake, worker)
+        _progress(
+            f"  {result.held} streams waiting upstream after {result.plateau_s:.1f} s"
+            f" ({result.stalled or 'all of them'}); worker RSS {result.rss_idle_mb:.1f}"
+            f" -> {result.rss_plateau_mb:.1f} MB"
+        )
+    finally:
+        hung_up, cpu_before, busy_before = time.monotonic(), cpu_seconds(worker), machine_busy_s()
+        clients.close_all()
+    _measure_release(result, fake, hung_up)
+    result.release_cpu_s = cpu_seconds(worker) - cpu_before
+    result.release_busy_pct = (machine_busy_s() - busy_before) / (time.monotonic() - hung_up) * 100
+    result.clients_after, result.upstreams_after = _connections(gateway, fake, worker)
+    after = fake.stats()
+    result.cancelled = after["cancelled"] - before["cancelled"]
+    result.upstream_calls = after["requests"] - before["requests"]
+
+
+def _wait_for_plateau(
+    clients: Clients, fake: FakeUpstreamProcess, n: int, started: float
+) -> tuple[int, str]:
+    """The fake's in_flight once it is n, or once it stopped rising; and why it stopped."""
+    best, rose_at = 0, time.monotonic()
+    while True:
+        clients.pump(0.1)
+        in_flight = fake.stats()["in_flight"]
+        now = time.monotonic()
+        if in_flight >= n:
+            return in_flight, ""
+        if in_flight > best:
+            best, rose_at = in_flight, now
+        if now - rose_at > STALL_S:
+            return in_flight, f"stalled: no new stream upstream for {STALL_S:g} s"
+        if now - started > PHASE_TIMEOUT_S:
+            return in_flight, f"stopped after {PHASE_TIMEOUT_S:g} s"
+
+
+def _measure_release(result: FloodResult, fake: FakeUpstreamProcess, hung_up: float) -> None:
+    """Poll the fake until no handler runs, noting how many still ran at RELEASE_BAR_S (a
+    handler runs while its upstream connection is open). Only the fake is asked meanwhile:
+    reading the worker's sockets from /proc would cost this process CPU that the worker
+    misses on a two-core machine; they are counted once the release is over."""
+    at_bar = False
+    while True:
+        in_flight = fake.stats()["in_flight"]
+        elapsed = time.monotonic() - hung_up
+        if not at_bar and (elapsed >= RELEASE_BAR_S or in_flight == 0):
+            at_bar, result.in_flight_after_bar = True, in_flight
+        if in_flight == 0:
+            result.release_s = elapsed
+            break
+        if elapsed > PHASE_TIMEOUT_S:
+            break
+        time.sleep(POLL_S)
+    _progress(
+        f"  hung up: in_flight 0 after {_seconds(result.release_s)};"
+        f" at {RELEASE_BAR_S:g} s {result.in_flight_after_bar} streams still upstream"
+    )
+
+
+def _connections(
+    gateway: GatewayProcess, fake: FakeUpstreamProcess, worker: int
+) -> tuple[int, int]:
+    """(client connections, upstream connections) the worker holds now."""
+    clients = established_connections(gateway.port, (worker,))[0]
+    return clients, _connections_to(fake.port, worker)
+
+
+def _connections_to(port: int, pid: int) -> int:
+    """Established TCP connections from `pid` to local `port` (IPv4), by remote port;
+    bench.procs.established_connections counts the server side, by local port."""
+    inodes = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+            inodes.add(f"socket:[{fields[9]}]")
+    held = 0
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                held += os.readlink(fd) in inodes
+    return held
+
+
+def _check(gateway: GatewayProcess, api_key: str) -> tuple[str, str]:
+    """`/healthz` and one plain call, after the flood (status codes, or the error)."""
+    time.sleep(SETTLE_S)
+    answers = []
+    for method, path, body in (
+        ("GET", "/healthz", None),
+        ("POST", "/v1/chat/completions", {"model": GATEWAY_MODEL, "messages": PROMPT}),
+    ):
+        try:
+            answer = httpx.request(
+                method, f"{gateway.url}{path}", json=body, timeout=10.0,
+                headers={"Authorization": f"Bearer {api_key}"},
+            )  # fmt: skip
+            answers.append(str(answer.status_code))
+        except httpx.HTTPError as exc:
+            answers.append(type(exc).__name__)
+    return answers[0], answers[1]
+
+
+def _pump_for(clients: Clients, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        clients.pump(left)
+
+
+def _stream_request(port: int, api_key: str) -> bytes:
+    body = orjson.dumps({"model": GATEWAY_MODEL, "messages": PROMPT, "stream": True})
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {api_key}\r\nContent-Type: application/json\r\n"
+        f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def render(result: FloodResult) -> str:
+    o = result.options
+    facts = {
+        **result.facts,
+        "server": f"{o.server}, 1 worker",
+        "upstream pool": "gateway default" if o.pool_size is None else str(o.pool_size),
+        "worker concurrency": (
+            "gateway default" if o.worker_concurrency is None else str(o.worker_concurrency)
+        ),
+    }
+    lines = [f"- {name}: {value}" for name, value in facts.items()]
+    lines += [
+        "",
+        "| streams | worker holds | waiting upstream | ramp s | RSS idle MB | RSS held MB"
+        " | KiB/stream | released in | open after 1 s | cancelled | RSS after MB"
+        " | /healthz, call after |",
+        "| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- |",
+        f"| {o.streams} | {result.worker_clients} | {result.held} | {result.plateau_s:.1f}"
+        f" | {result.rss_idle_mb:.1f}"
+        f" | {result.rss_plateau_mb:.1f} | {result.kib_per_stream:.1f}"
+        f" | {_seconds(result.release_s)} | {result.in_flight_after_bar}"
+        f" | {result.cancelled} | {result.rss_after_mb:.1f}"
+        f" | {result.health_after}, {result.call_after} |",
+        "",
+        f"- client connects: {result.connected} done, {result.connect_pending} still pending,"
+        f" failed {dict(result.connect_failed) or 'none'}",
+        f"- the worker held {result.worker_clients} client and {result.worker_upstreams}"
+        " upstream connections at the plateau; "
+        f"{result.clients_after} and {result.upstreams_after} once the fake's in_flight was 0"
+        " (idle keep-alive ones from the warm-up included)",
+        f"- the worker's CPU: {result.ramp_cpu_s:.2f} s until the plateau,"
+        f" {result.release_cpu_s:.2f} s for the release (the machine was"
+        f" {result.release_busy_pct:.0f} % of a core busy then)",
+        f"- upstream calls made by the flood: {result.upstream_calls}",
+    ]
+    if result.answered:
+        lines.append(f"- answered before a first token: {dict(result.answered)}")
+    if result.stalled:
+        lines.append(f"- the flood stopped short: {result.stalled}")
+    if result.crashed:
+        lines.append(f"- CRASH: {result.crashed}")
+    if result.log_tail:
+        lines += ["", "gateway log (tail):", "```", result.log_tail, "```"]
+    return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return f"> {PHASE_TIMEOUT_S:g} s" if value is None else f"{value:.3f} s"
+
+
+def _raise_open_file_limit(streams: int) -> None:
+    """The gateway inherits this process's limit and needs two files per stream (client
+    and upstream socket): raise the soft limit to the hard one when that is short."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = 2 * streams + SPARE_FILES
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(needed, soft)), hard))
+
+
+def _kill_leftovers(trees: Sequence[ProcessTree]) -> None:
+    killed = [pid for tree in trees for pid in kill_leftovers(tree)]
+    if killed:
+        _progress(f"killed gateway processes that outlived their master: {killed}")
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(could not read {path}: {exc})"
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def parse_options(argv: Sequence[str] | None = None) -> FloodOptions:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.flood",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--streams", type=int, default=DEFAULT_STREAMS, help="streams (5000)")
+    parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER)
+    parser.add_argument("--pool-size", type=int, help="SWITCHYARD_UPSTREAM_POOL_SIZE")
+    parser.add_argument(
+        "--worker-concurrency", type=int, help="SWITCHYARD_WORKER_CONCURRENCY (granian)"
+    )
+    args = parser.parse_args(argv)
+    if not 1 <= args.streams <= MAX_STREAMS:
+        parser.error(f"--streams must be within [1, {MAX_STREAMS}]")
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and 2 * args.streams + SPARE_FILES > hard:
+        parser.error(f"the open-file limit ({hard}) is too low for {args.streams} streams")
+    return FloodOptions(args.streams, args.server, args.pool_size, args.worker_concurrency)
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM unwinds like Ctrl-C, so every child is stopped
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_options(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    _raise_open_file_limit(options.streams)
+    if options.worker_concurrency is not None:
+        # gateway_command reads it from this process's environment.
+        os.environ["SWITCHYARD_WORKER_CONCURRENCY"] = str(options.worker_concurrency)
+    try:
+        result = run_flood(options)
+    except KeyboardInterrupt:
+        print("interrupted; every started process was stopped", file=sys.stderr)
+        return 130
+    print(render(result))
+    return 1 if result.crashed else 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())
