@@ -51,10 +51,12 @@ from bench.procs import (
     cpu_seconds,
     established_connections,
     gateway_tree,
-    kill_leftovers,
+    kill_all_leftovers,
     machine_busy_s,
     machine_facts,
+    progress,
     rss_mb,
+    tail_text,
     wait_for_idle_workers,
     wait_for_quiet_machine,
 )
@@ -232,7 +234,7 @@ def run_flood(options: FloodOptions) -> FloodResult:
             env["SWITCHYARD_UPSTREAM_POOL_SIZE"] = str(options.pool_size)
         api_key = prepare_database(env, fake.base_url, workdir)
         gateway, worker = _start_gateway(stack, env, options.server)
-        _progress(f"gateway ({options.server}, 1 worker, pid {worker}) on {gateway.base_url}")
+        progress(f"gateway ({options.server}, 1 worker, pid {worker}) on {gateway.base_url}")
         request = _stream_request(gateway.port, api_key)
         try:
             _warm_up(gateway, fake, api_key, request)
@@ -245,7 +247,7 @@ def run_flood(options: FloodOptions) -> FloodResult:
         if gateway.process.poll() is not None:
             result.crashed = result.crashed or f"gateway exited with {gateway.process.returncode}"
     if result.crashed or result.stalled or result.answered:
-        result.log_tail = _tail(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
+        result.log_tail = tail_text(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
     return result
 
 
@@ -257,7 +259,7 @@ def _start_gateway(
     GATEWAY_LOG.parent.mkdir(exist_ok=True)
     GATEWAY_LOG.write_bytes(b"")
     trees: list[ProcessTree] = []
-    stack.callback(_kill_leftovers, trees)  # registered first, so it runs after the stop
+    stack.callback(kill_all_leftovers, trees)  # registered first, so it runs after the stop
     gateway = stack.enter_context(
         running_gateway(env, workers=1, server=server, log_path=GATEWAY_LOG)
     )
@@ -301,7 +303,7 @@ def _flood(
     clients = Clients(gateway.port, request)
     started, cpu_before = time.monotonic(), cpu_seconds(worker)
     try:
-        _progress(f"opening {n} streams in batches of {BATCH}")
+        progress(f"opening {n} streams in batches of {BATCH}")
         for opened in range(0, n, BATCH):
             clients.open(min(BATCH, n - opened))
             batch_deadline = time.monotonic() + BATCH_WAIT_S
@@ -315,7 +317,7 @@ def _flood(
         result.connected, result.connect_pending = clients.connected, clients.pending
         result.connect_failed, result.answered = clients.failed, clients.answered
         result.worker_clients, result.worker_upstreams = _connections(gateway, fake, worker)
-        _progress(
+        progress(
             f"  {result.held} streams waiting upstream after {result.plateau_s:.1f} s"
             f" ({result.stalled or 'all of them'}); worker RSS {result.rss_idle_mb:.1f}"
             f" -> {result.rss_plateau_mb:.1f} MB"
@@ -368,7 +370,7 @@ def _measure_release(result: FloodResult, fake: FakeUpstreamProcess, hung_up: fl
         if elapsed > PHASE_TIMEOUT_S:
             break
         time.sleep(POLL_S)
-    _progress(
+    progress(
         f"  hung up: in_flight 0 after {_seconds(result.release_s)};"
         f" at {RELEASE_BAR_S:g} s {result.in_flight_after_bar} streams still upstream"
     )
@@ -490,23 +492,6 @@ def _raise_open_file_limit(streams: int) -> None:
     needed = 2 * streams + SPARE_FILES
     if soft < needed:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(needed, soft)), hard))
-
-
-def _kill_leftovers(trees: Sequence[ProcessTree]) -> None:
-    killed = [pid for tree in trees for pid in kill_leftovers(tree)]
-    if killed:
-        _progress(f"killed gateway processes that outlived their master: {killed}")
-
-
-def _tail(path: Path, lines: int) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError as exc:
-        return f"(could not read {path}: {exc})"
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def parse_options(argv: Sequence[str] | None = None) -> FloodOptions:

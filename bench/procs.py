@@ -8,7 +8,9 @@ import hashlib
 import os
 import platform
 import signal
+import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -211,3 +213,23 @@ def machine_facts() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             facts[package] = "not installed"
     return facts
+
+
+def kill_all_leftovers(trees: Sequence[ProcessTree]) -> None:
+    """`kill_leftovers` for every gateway a benchmark started, said on stderr."""
+    killed = [pid for tree in trees for pid in kill_leftovers(tree)]
+    if killed:
+        progress(f"killed gateway processes that outlived their master: {killed}")
+
+
+def tail_text(path: Path, lines: int) -> str:
+    """The last `lines` lines of a log, for a failure message."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(could not read {path}: {exc})"
+
+
+def progress(line: str) -> None:
+    """A benchmark's progress line, on stderr (stdout holds the results)."""
+    print(line, file=sys.stderr, flush=True)

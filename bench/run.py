@@ -8,9 +8,7 @@ outlived its master by pid.
 
 from __future__ import annotations
 
-import sys
 import tempfile
-from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -20,10 +18,12 @@ from bench.load import Load, Target, run_load
 from bench.probe import Probe
 from bench.procs import (
     ProcessTree,
-    kill_leftovers,
+    kill_all_leftovers,
     machine_facts,
+    progress,
     rss_mb,
     source_digest,
+    tail_text,
     wait_for_idle_workers,
     wait_for_quiet_machine,
 )
@@ -77,12 +77,12 @@ def run_bench(options: BenchOptions) -> BenchReport:
     cpus = int(report.facts["CPUs (nproc)"])
     busy_pct = wait_for_quiet_machine(QUIET_BUSY_PCT, QUIET_WAIT_S)
     if busy_pct >= QUIET_BUSY_PCT:
-        _progress(f"the machine is still busy ({busy_pct:.0f} % of a core); running anyway")
+        progress(f"the machine is still busy ({busy_pct:.0f} % of a core); running anyway")
     with ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-bench-")))
         fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))
         direct = Target("direct", f"{fake.base_url}/chat/completions", UPSTREAM_MODEL, "bench")
-        _progress(f"fake upstream alone on {fake.base_url}")
+        progress(f"fake upstream alone on {fake.base_url}")
         alone, probe = replace(direct, name="fake alone"), Probe(fake.process.pid, cpus)
         for stream in (False, True):
             load = Load(stream, max(options.concurrencies), options.warmup_s, options.duration_s)
@@ -103,7 +103,7 @@ def run_bench(options: BenchOptions) -> BenchReport:
                 report.rss.append(_rss(f"after {pair.gateway.mode} c{concurrency}", tree))
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
     if any(pair.gateway.error_count for pair in report.pairs):
-        report.gateway_log_tail = _tail(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
+        report.gateway_log_tail = tail_text(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
     return report
 
 
@@ -114,13 +114,13 @@ def _start_gateway(
     GATEWAY_LOG.parent.mkdir(exist_ok=True)
     GATEWAY_LOG.write_bytes(b"")
     trees: list[ProcessTree] = []
-    stack.callback(_kill_leftovers, trees)  # registered first, so it runs after the stop
+    stack.callback(kill_all_leftovers, trees)  # registered first, so it runs after the stop
     gateway = stack.enter_context(
         running_gateway(env, workers=options.workers, server=options.server, log_path=GATEWAY_LOG)
     )
     tree = wait_for_idle_workers(gateway.process.pid, options.workers)
     trees.append(tree)
-    _progress(f"gateway ({options.server}, {len(tree.workers)} workers) on {gateway.base_url}")
+    progress(f"gateway ({options.server}, {len(tree.workers)} workers) on {gateway.base_url}")
     return gateway, tree
 
 
@@ -128,7 +128,7 @@ def _measure(fake: FakeUpstreamProcess, target: Target, load: Load, probe: Probe
     calls_before = fake.stats()["requests"]
     measured = run_load(target, load, probe)
     measured = replace(measured, upstream_calls=fake.stats()["requests"] - calls_before)
-    _progress(
+    progress(
         f"  {measured.mode:>10} c{load.concurrency:<3} {target.name:<10}"
         f" {measured.rate_per_s:8.1f}/s  p50 {measured.p50_ms:7.2f} ms"
         f"  p99 {measured.p99_ms:7.2f} ms  ttfb {measured.ttfb_p50_ms:7.2f} ms"
@@ -139,20 +139,3 @@ def _measure(fake: FakeUpstreamProcess, target: Target, load: Load, probe: Probe
 
 def _rss(label: str, tree: ProcessTree) -> RssSample:
     return RssSample(label, rss_mb(tree.master), tuple(rss_mb(pid) for pid in tree.workers))
-
-
-def _kill_leftovers(trees: Sequence[ProcessTree]) -> None:
-    killed = [pid for tree in trees for pid in kill_leftovers(tree)]
-    if killed:
-        _progress(f"killed gateway processes that outlived their master: {killed}")
-
-
-def _tail(path: Path, lines: int) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError as exc:
-        return f"(could not read {path}: {exc})"
-
-
-def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
