@@ -16,15 +16,15 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
-from gateway.attempts import (
+from gateway.providers import anthropic, openai
+from gateway.upstream_text import scrub
+from routing.attempts import (
     Attempt,
     AttemptFailed,
     is_retryable_status,
     retry_after_seconds,
     status_of_in_band_error,
 )
-from gateway.providers import anthropic, openai
-from gateway.upstream_text import scrub
 from routing.types import EndpointInfo
 
 MAX_ERROR_BODY_BYTES = 64 * 1024

@@ -14,11 +14,11 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from gateway.api.errors import ApiError
-from gateway.attempts import Attempt
 from gateway.config import GatewaySettings
 from gateway.execute import Target
 from gateway.ids import new_uuid
 from gateway.snapshot import KeyEntry, Snapshot, WorkspaceEntry
+from routing.attempts import Attempt
 from routing.types import Decision, EndpointInfo, RoutingRequest
 from workspaces.keys import secret_matches, split_key
 from workspaces.secrets import DecryptionError, owner_aad, unseal

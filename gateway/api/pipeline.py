@@ -23,10 +23,10 @@ from gateway.api.context import (
 )
 from gateway.api.errors import ApiError, render_error
 from gateway.api.tiering import apply_tiers
-from gateway.attempts import final_error
 from gateway.execute import CLIENT_DISCONNECTED, Opened, Outcome, abandon, execute, relay
 from gateway.snapshot import Snapshot
 from gateway.streaming import DONE_FRAME, frame_json
+from routing.attempts import final_error
 from routing.types import Decision, Reason, RoutingRequest
 
 # Recorded for a request whose client hung up before the answer began (nginx's code).

@@ -14,8 +14,8 @@ from gateway import metrics, runtime
 from gateway.api.affinity import note_cache_read
 from gateway.api.context import CallContext
 from gateway.api.plan import request_json
-from gateway.attempts import AttemptFailed
 from gateway.execute import Target
+from routing.attempts import AttemptFailed
 from routing.decide import reason_for
 from routing.live import Observation, failure_kind
 from routing.types import EndpointInfo

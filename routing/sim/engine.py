@@ -5,7 +5,7 @@ an attempt is an event at `start + sampled latency`.
 
 A request's life mirrors the gateway's: plan at arrival (the virtual model's target
 order, or the model's decision); each attempt is in flight from its start to its end
-(AdaptiveObserver); a failure with a retryable status (gateway/attempts.py, the gateway's
+(AdaptiveObserver); a failure with a retryable status (routing/attempts.py, the gateway's
 own table) moves on to the next endpoint of the plan; when the request ends, every attempt
 goes into live metrics and cooldowns (report.py `_observe_live`) and a success pins the
 session. Deterministic: every random draw comes from a `random.Random` seeded by
@@ -20,7 +20,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from gateway.attempts import is_retryable_status  # pure: no Django, no I/O
+from routing.attempts import is_retryable_status
 from routing.sim.providers import Provider, cost_usd, respond
 from routing.sim.scenarios import SCENARIOS
 from routing.sim.state import AttemptResult, GatewayState

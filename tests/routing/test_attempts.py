@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.attempts import (
+from routing.attempts import (
     AttemptFailed,
     FinalError,
     final_error,
