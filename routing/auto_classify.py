@@ -126,7 +126,7 @@ _INSTRUCTIONS = (
 )
 
 
-def classifier_body(body: Mapping[str, Any], model: str, max_tokens: int = 200) -> dict:
+def classifier_body(body: Mapping[str, Any], model: str, max_tokens: int = 200) -> dict[str, Any]:
     """The child request's Chat Completions body (no streaming, strict schema)."""
     messages = list(iter_messages(body))
     texts = [f"{m.get('role', 'user')}: {message_text(m)}" for m in messages]

@@ -109,7 +109,7 @@ class Cooldowns:
             state.reason = reason
 
     def _doubling(self, state: _EndpointState, base_s: float, max_s: float) -> float:
-        seconds = min(base_s * (2**state.triggers), max_s)
+        seconds = min(base_s * float(2**state.triggers), max_s)
         state.triggers += 1
         return seconds
 

@@ -27,6 +27,7 @@ Fit tables (ours; each value in 0..1):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from routing.benchmarks import benchmark_fit, capability_gap
 from routing.scoring import NO_STATS, blended_price, factor_column, latency_ms, make_scored
@@ -145,17 +146,19 @@ def score_auto(
     documentation = [min(1.0, max(0.0, e.documentation_completeness)) for e in survivors]
     bonus = SOVEREIGNTY_BONUS.get
     fits = benchmark_fits(survivors, request.task)
-    inputs: tuple[tuple[str, list[float | None], Normalise], ...] = (
-        ("task_fit", task_fits(survivors, request.task), _as_is),  # type: ignore[arg-type]
+    # Each column is read, never written, below: a list of floats stands for a list of
+    # optional floats (lists are invariant, hence the cast).
+    inputs = cast(tuple[tuple[str, list[float | None], Normalise], ...], (
+        ("task_fit", task_fits(survivors, request.task), _as_is),
         ("language_fit", [language_fit(e, request) for e in survivors], _as_is),
-        ("documentation", documentation, _as_is),  # type: ignore[arg-type]
+        ("documentation", documentation, _as_is),
         ("sovereignty", [bonus(e.sovereignty_class, 0.0) for e in survivors], _as_is),
         ("benchmark_fit", fits, _unknown_as_mean),
         ("capability_gap", [capability_gap(f, request.complexity) for f in fits], _as_is),
-        ("price", prices, _min_max),  # type: ignore[arg-type]
-        ("latency", latencies, _min_max),  # type: ignore[arg-type]
+        ("price", prices, _min_max),
+        ("latency", latencies, _min_max),
         ("error_rate", [s.error_rate for s in stats], _unknown_as_zero),
-    )
+    ))  # fmt: skip
     columns = [
         factor_column(name, weights[name], values, normalise, multiplies=False)
         for name, values, normalise in inputs

@@ -97,7 +97,7 @@ def _number(value: Any, param: str, *, above_zero: bool = False) -> float:
 
 
 def _choice(value: Any, param: str, choices: tuple[str, ...]) -> str:
-    return value if value in choices else _fail(param, f"one of {', '.join(choices)}")
+    return str(value) if value in choices else _fail(param, f"one of {', '.join(choices)}")
 
 
 def _strings(value: Any, param: str, *, lower: bool = True) -> tuple[str, ...]:

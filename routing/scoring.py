@@ -28,7 +28,7 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import Any
+from typing import Any, cast
 
 from routing.types import (
     EndpointInfo,
@@ -199,13 +199,13 @@ def _balanced(
         return []
     get_stats = live.stats.get
     stats = [get_stats(endpoint.id, NO_STATS) for endpoint in survivors]
-    inputs: tuple[list[float | None], ...] = (  # in BALANCED_WEIGHTS order
+    inputs = cast(tuple[list[float | None], ...], (  # in BALANCED_WEIGHTS order; read only
         [None if s.error_rate is None else 1.0 - s.error_rate for s in stats],
         [s.latency_p50_ms for s in stats],
         [s.latency_p99_ms for s in stats],
         [s.throughput_tps for s in stats],
-        token_fits(survivors, request),  # type: ignore[list-item]
-    )
+        token_fits(survivors, request),
+    ))  # fmt: skip
     columns = [
         factor_column(
             name,
