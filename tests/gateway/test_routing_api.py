@@ -9,6 +9,8 @@ import openai
 import orjson
 import pytest
 
+from gateway.processes import running_gateway
+
 pytestmark = pytest.mark.live
 
 MESSAGES = [{"role": "user", "content": "Say hello"}]
@@ -130,15 +132,47 @@ def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live):
     assert sum(fake.stats()["requests"] for fake in fresh_live.fakes.values()) == before
 
 
-def test_r_api_8_health_reports_live_numbers_per_provider(client, fresh_live):
+@pytest.fixture
+def own_gateway(fresh_live):
+    """A gateway of its own: `/health` is per process, so it shows only this test's traffic
+    (the shared gateway's five-minute window holds every earlier test's attempts)."""
+    with running_gateway(fresh_live.own_env()) as gateway:
+        yield gateway
+
+
+def test_r_api_8_health_reports_live_numbers_per_provider(fresh_live, own_gateway):
+    # given a gateway that has served nothing yet
+    assert httpx.get(f"{own_gateway.url}/health").json()["providers"] == {}
+    client = openai.OpenAI(base_url=own_gateway.base_url, api_key=fresh_live.keys["acme"],
+                           max_retries=0)  # fmt: skip
+    # when cheap answers once, and paced (its only endpoint) answers after 50, 400 and
+    # 800 ms and then fails with a 500
+    _chat(client)
+    fresh_live.fakes["paced"].set_faults(["latency:50", "latency:400", "latency:800",
+                                          "status:500"])  # fmt: skip
     for _ in range(3):
-        _chat(client)
-    health = httpx.get(f"{fresh_live.gateway.url}/health").json()
-    cheap = health["providers"]["cheap"]
-    assert cheap["samples"] >= 3
-    assert cheap["latency_ms"]["p50"] is not None
-    assert "cheap-llama" in cheap["endpoints"]
-    assert "upstream-secret-key" not in orjson.dumps(health).decode()
+        _chat(client, model="acme/paced")
+    with pytest.raises(openai.APIStatusError) as caught:
+        _chat(client, model="acme/paced")
+    assert [a["status"] for a in caught.value.body["attempts"]] == ["error"]
+    # then /health shows each provider's own attempts, and nothing else
+    response = httpx.get(f"{own_gateway.url}/health")
+    health = response.json()
+    assert (health["object"], health["window_s"]) == ("switchyard.health", 300.0)
+    providers = health["providers"]
+    assert list(providers) == ["cheap", "paced"]
+    assert list(providers["cheap"]["endpoints"]) == ["cheap-llama"]
+    assert (providers["cheap"]["samples"], providers["cheap"]["error_rate"]) == (1, 0.0)
+    paced = providers["paced"]
+    assert list(paced["endpoints"]) == ["paced-ep"]
+    assert paced["endpoints"]["paced-ep"] == {k: v for k, v in paced.items() if k != "endpoints"}
+    assert (paced["samples"], paced["error_rate"]) == (4, 0.25)  # one 500 in four attempts
+    assert (paced["rate_limited"], paced["geo_blocked"]) == (0, 0)
+    # latency is the successes' only, nearest rank of three: p50 the 400 ms, p90/p99 the 800
+    latency = paced["latency_ms"]
+    assert 400 <= latency["p50"] < 800 <= latency["p90"] == latency["p99"], latency
+    assert paced["throughput_tokens_per_s"] is not None
+    assert "upstream-secret-key" not in response.text
 
 
 def _wait_for_trace(url: str, headers: dict[str, str]) -> dict:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.live
 
+CODE = [{"role": "user", "content": "```py\nx = 1\n```"}]  # code +3: easy, one under hard
+HARD = [{"role": "user", "content": "Think hard: what is the root cause?"}]  # keyword +4
 
-def _post(live, messages, headers=None, session="s-1", **extra):
+
+def _post(live, messages, headers=None, session="s-1", path="/chat/completions", **extra):
     return httpx.post(
-        f"{live.base_url}/chat/completions",
+        f"{live.base_url}{path}",
         headers={
             "Authorization": f"Bearer {live.keys['acme']}",
             "X-Session-Id": session,
@@ -62,17 +68,103 @@ def test_r_tier_4_headers_force_or_skip_without_touching_the_pin(fresh_live):
     assert bad.json()["error"]["param"] == "X-Switchyard-Tier"
 
 
+def _wait_for_trace(live, trace_id: str) -> dict:
+    """The trace of a request; traces are flushed every 0.05 s in the live env."""
+    url = f"{live.base_url}/traces/{trace_id}"
+    headers = {"Authorization": f"Bearer {live.keys['acme']}"}
+    deadline = time.monotonic() + 5
+    while True:
+        response = httpx.get(url, headers=headers)
+        if response.status_code == 200:
+            return response.json()
+        assert time.monotonic() < deadline, response.text
+        time.sleep(0.05)
+
+
 def test_r_tier_4_verdict_is_in_the_trace_and_explain(fresh_live):
-    headers = {"Authorization": f"Bearer {fresh_live.keys['acme']}"}
-    body = {"model": "normal", "messages": [{"role": "user", "content": "```py\nx = 1\n```"}]}
-    explained = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers, json=body)
-    tier = explained.json()["tier"]
-    assert (tier["tier"], tier["score"], tier["target"]) == ("easy", 3, "meta/llama-3.3-70b")
-    assert [s["name"] for s in tier["signals"]] == ["code"]
+    # given a request that scores just under the threshold, in a session only this test uses
+    session = "verdict-trace-1"
+    explained = _post(fresh_live, CODE, session=session, path="/routing/explain")
+    assert explained.status_code == 200, explained.text
+    # when it is sent for real
+    sent = _post(fresh_live, CODE, session=session)
+    assert sent.status_code == 200, sent.text
+    # then the trace records the verdict with each signal's detail, as explain showed it
+    trace = _wait_for_trace(fresh_live, sent.headers["x-switchyard-trace-id"])
+    verdict = trace["decision"].get("tier")
+    assert verdict == {
+        "alias": "normal",
+        "target": "meta/llama-3.3-70b",
+        "tier": "easy",
+        "score": 3,
+        "source": "classifier",
+        "signals": [{"name": "code", "points": 3, "detail": "fenced code block in message 1"}],
+    }
+    assert explained.json()["tier"] == verdict
+    # and the response headers carry the same verdict (reasons: names and points only)
+    assert {
+        name: sent.headers[f"x-switchyard-tier{name}"]
+        for name in ("", "-score", "-source", "-reasons", "-target")
+    } == {
+        "": verdict["tier"],
+        "-score": str(verdict["score"]),
+        "-source": verdict["source"],
+        "-reasons": ", ".join(f"{s['name']}+{s['points']}" for s in verdict["signals"]),
+        "-target": verdict["target"],
+    }
+    assert trace["model"] == verdict["target"]
+
+
+def _tier_series(live) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of the switchyard_tier_* metrics on `GET /metrics`, by name and labels."""
+    scraped = httpx.get(f"{live.gateway.url}/metrics").text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(scraped)
+        if family.name.startswith("switchyard_tier_")
+        for sample in family.samples
+        if not sample.name.endswith("_created")
+    }
+
+
+def _series(name: str, **labels: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    return name, tuple(sorted(labels.items()))
+
+
+# The score histogram's bucket bounds (one per integer score 0..22), as /metrics writes them.
+SCORE_BUCKETS = [*(f"{score}.0" for score in range(23)), "+Inf"]
 
 
 def test_r_tier_5_prometheus_counts_tiers_and_scores(fresh_live):
-    _post(fresh_live, [{"role": "user", "content": "hi"}], session="metrics-1")
-    scraped = httpx.get(f"{fresh_live.gateway.url}/metrics").text
-    assert 'switchyard_tier_requests_total{alias="normal"' in scraped
-    assert 'switchyard_tier_score_bucket{alias="normal"' in scraped
+    # given the tier metrics before this test's requests
+    before = _tier_series(fresh_live)
+    # when an easy request, a session escalated to hard that asks hard again and then
+    # says thanks (pinned), and a forced request are sent (sessions only this test uses)
+    for messages, headers, session in (
+        ([{"role": "user", "content": "hi"}], None, "metrics-easy"),  # easy, score 0
+        (HARD, None, "metrics-hard"),  # hard, score 4: the session is newly pinned
+        (HARD, None, "metrics-hard"),  # hard, score 4: already pinned, no escalation
+        ([{"role": "user", "content": "thanks!"}], None, "metrics-hard"),  # pinned, score 0
+        ([{"role": "user", "content": "hi"}], {"X-Switchyard-Tier": "hard"}, "metrics-forced"),
+    ):
+        response = _post(fresh_live, messages, headers=headers, session=session)
+        assert response.status_code == 200, response.text
+    # then exactly these series moved, by exactly these amounts
+    after = _tier_series(fresh_live)
+    moved = {key: value - before.get(key, 0.0) for key, value in after.items()
+             if value != before.get(key, 0.0)}  # fmt: skip
+    requests = "switchyard_tier_requests_total"
+    assert moved == {
+        _series(requests, alias="normal", tier="easy", source="classifier"): 1.0,
+        _series(requests, alias="normal", tier="hard", source="classifier"): 2.0,
+        _series(requests, alias="normal", tier="hard", source="pinned"): 1.0,
+        _series(requests, alias="normal", tier="hard", source="forced"): 1.0,
+        _series("switchyard_tier_escalations_total", alias="normal"): 1.0,
+        # scores 0, 4, 4, 0 (classifier and pinned only; the forced one is not observed)
+        _series("switchyard_tier_score_count", alias="normal"): 4.0,
+        _series("switchyard_tier_score_sum", alias="normal"): 8.0,
+        **{
+            _series("switchyard_tier_score_bucket", alias="normal", le=le): 2.0 if i < 4 else 4.0
+            for i, le in enumerate(SCORE_BUCKETS)
+        },
+    }
