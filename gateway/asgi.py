@@ -73,9 +73,10 @@ class ApiASGIHandler(ASGIHandler):
             finally:
                 # A stream whose client left before the server iterated it has an upstream
                 # call open that only this can close (gateway/api/pipeline.py StreamFrames).
+                # (A no-op without a task once the relay ran: the common case.)
                 abandon = getattr(response, "switchyard_abandon", None)
                 if abandon is not None:
-                    await asyncio.shield(abandon())
+                    await abandon()
             return response
 
         tasks = [

@@ -434,6 +434,7 @@ async def abandon(opened: Opened, on_end: Callable[[Opened, str | None], None]) 
     if opened.relayed:
         return
     opened.relayed = True
+    drop_connection(opened.response)
     await close_opened(opened)
     on_end(opened, CLIENT_DISCONNECTED)
 
