@@ -1,5 +1,10 @@
 """The trace writer: request traces are queued in memory and bulk-inserted off the
-request path, every `flush_s` or when `flush()` is awaited (shutdown, trace lookups)."""
+request path, every `flush_s` or when `flush()` is awaited (shutdown, trace lookups).
+
+A trace holds client-sent strings (the model asked for, routing fields). PostgreSQL
+refuses a NUL character in text and JSON, so NULs are cut out before the insert; and a
+row the database still refuses is dropped alone (loudly), so one hostile request can
+never hold back every trace behind it. A database that is down keeps the batch queued."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db import DataError, IntegrityError, transaction
 
 from audit.models import RequestTrace
 
@@ -53,4 +59,30 @@ class TraceWriter:
 
 
 def _insert(batch: list[dict[str, Any]]) -> None:
-    RequestTrace.objects.bulk_create([RequestTrace(**fields) for fields in batch])
+    rows = [RequestTrace(**storable(fields)) for fields in batch]
+    try:
+        with transaction.atomic():
+            RequestTrace.objects.bulk_create(rows)
+        return
+    except (DataError, IntegrityError):
+        pass  # a row the database refuses: find it, keep the others
+    refused = 0
+    for row in rows:
+        try:
+            with transaction.atomic():
+                row.save(force_insert=True)
+        except (DataError, IntegrityError):
+            refused += 1  # (an IntegrityError: already stored by an earlier try)
+    if refused:
+        log.error("dropped %d of %d traces the database refused", refused, len(rows))
+
+
+def storable(value: Any) -> Any:
+    """`value` with NUL characters cut out of every string in it (PostgreSQL stores none)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
+    if isinstance(value, dict):
+        return {storable(k): storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item) for item in value]
+    return value
