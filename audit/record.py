@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,8 +23,13 @@ MAX_PENDING = 10_000  # beyond this the oldest traces are dropped, loudly, not t
 
 
 class TraceWriter:
-    def __init__(self, flush_s: float) -> None:
+    def __init__(
+        self, flush_s: float, run_sync: Callable[[Callable[..., None]], Any] = sync_to_async
+    ) -> None:
+        """`run_sync` turns the insert into an awaitable (the gateway passes its database
+        thread, gateway/db_thread.py)."""
         self.flush_s = flush_s
+        self.run_sync = run_sync
         self._pending: list[dict[str, Any]] = []
         self._task: asyncio.Task[None] | None = None
         self._lock: asyncio.Lock | None = None
@@ -49,7 +55,7 @@ class TraceWriter:
             if not batch:
                 return
             try:
-                await sync_to_async(_insert)(batch)
+                await self.run_sync(_insert)(batch)
             except Exception:
                 log.exception("writing %d traces failed; they will be retried", len(batch))
                 self._pending[:0] = batch

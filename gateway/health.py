@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import orjson
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+
+from gateway.db_thread import in_db_thread
 
 
 def _database_ok() -> bool:
@@ -31,7 +32,7 @@ async def _redis_ok(url: str) -> bool:
 
 
 async def healthz(request: HttpRequest) -> HttpResponse:
-    checks = {"database": await sync_to_async(_database_ok)()}
+    checks = {"database": await in_db_thread(_database_ok)()}
     if settings.REDIS_URL:
         checks["redis"] = await _redis_ok(settings.REDIS_URL)
     healthy = all(checks.values())

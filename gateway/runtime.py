@@ -16,6 +16,7 @@ from django.conf import settings
 from audit.record import TraceWriter
 from gateway import metrics
 from gateway.config import GatewaySettings
+from gateway.db_thread import in_db_thread
 from gateway.shared_state import SharedState
 from gateway.snapshot import SnapshotHolder
 from gateway.upstream_client import get_client
@@ -61,7 +62,7 @@ def snapshots() -> SnapshotHolder:
 def traces() -> TraceWriter:
     global _writer
     if _writer is None:
-        _writer = TraceWriter(flush_s=settings.GATEWAY.trace_flush_s)
+        _writer = TraceWriter(flush_s=settings.GATEWAY.trace_flush_s, run_sync=in_db_thread)
     return _writer
 
 

@@ -14,11 +14,11 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from asgiref.sync import sync_to_async
 from django.db import models, transaction
 from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
+from gateway.db_thread import in_db_thread
 from gateway.models import ConfigVersion
 from routing.adaptive import MIN_WEIGHT_FRACTION
 from routing.autorouter import AutoSettings, auto_settings
@@ -307,7 +307,7 @@ class SnapshotHolder:
         if snapshot is None:
             async with self._first_load:
                 if self._snapshot is None:
-                    self._snapshot = await sync_to_async(load_snapshot)()
+                    self._snapshot = await in_db_thread(load_snapshot)()
                     self._checked_at = time.monotonic()
                     log.info("configuration snapshot loaded at version %s", self._snapshot.version)
                     _hint_if_tiers_idle(self._snapshot)
@@ -318,15 +318,15 @@ class SnapshotHolder:
         return snapshot
 
     async def reload(self) -> Snapshot:
-        self._snapshot = await sync_to_async(load_snapshot)()
+        self._snapshot = await in_db_thread(load_snapshot)()
         self._checked_at = time.monotonic()
         return self._snapshot
 
     async def _check(self) -> None:
         try:
-            version = await sync_to_async(_read_version)()
+            version = await in_db_thread(_read_version)()
             if self._snapshot is None or version != self._snapshot.version:
-                self._snapshot = await sync_to_async(load_snapshot)()
+                self._snapshot = await in_db_thread(load_snapshot)()
                 log.info("configuration snapshot reloaded at version %s", version)
         except Exception:  # keep serving the old snapshot; try again next poll
             log.exception("configuration snapshot check failed")

@@ -11,7 +11,6 @@ import time
 import uuid
 
 from adrf.views import APIView
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -24,6 +23,7 @@ from gateway.api.context import authenticate
 from gateway.api.errors import ApiError, render_error
 from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses_api import responses as responses_handler
+from gateway.db_thread import in_db_thread
 from routing.live import WINDOW_S
 
 
@@ -131,7 +131,7 @@ class TraceDetail(APIView):
         except ValueError:
             return render_error(not_found)
         await runtime.traces().flush()  # this worker's queued traces become visible
-        trace = await sync_to_async(
+        trace = await in_db_thread(
             RequestTrace.objects.filter(id=trace_uuid, workspace_id=workspace.id).first
         )()
         if trace is None:

@@ -67,3 +67,29 @@ def test_a_row_the_database_refuses_is_dropped_alone():
     assert list(RequestTrace.objects.filter(workspace_id=workspace.pk).values_list(
         "id", flat=True)) == [ordinary["id"]]  # fmt: skip
     assert writer.pending() == []
+
+
+@pytest.mark.live
+def test_a_busy_gateway_holds_one_database_connection_per_worker(fresh_live):
+    # given PostgreSQL, where every connection counts against max_connections
+    database_url = fresh_live.env["DATABASE_URL"]
+    if not database_url.startswith("postgres"):
+        pytest.skip("connections are counted on PostgreSQL")
+    import httpx
+    import psycopg
+
+    headers = {"Authorization": f"Bearer {fresh_live.keys['acme']}"}
+    body = {"model": "meta/llama-3.3-70b", "messages": [{"role": "user", "content": "hi"}]}
+    # when many requests each write a trace and read one back (snapshot polls run meanwhile)
+    for _ in range(40):
+        reply = httpx.post(f"{fresh_live.base_url}/chat/completions", json=body, headers=headers)
+        httpx.get(f"{fresh_live.base_url}/traces/{reply.headers['x-switchyard-trace-id']}",
+                  headers=headers)  # fmt: skip
+    # then the gateway's worker still holds one connection (before: one per request thread)
+    name = database_url.rsplit("/", 1)[1]
+    with psycopg.connect(database_url) as conn:
+        count = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchone()[0]
+    assert count <= 2, count  # the worker's one, and at most one closing

@@ -1,0 +1,38 @@
+"""The one thread in which a gateway worker talks to its database.
+
+The API path runs without Django's request signals (gateway/asgi.py), which is what closes
+a request's connections; and Django's ASGI handler gives every request a thread-sensitive
+context of its own, so a `sync_to_async` query from a request (or from a task it started:
+the snapshot's version poll, the trace flush) ran in a new thread with a new connection,
+left for the garbage collector to close. On PostgreSQL they piled up to "too many clients"
+once collections became rare (the collector is tuned for many held requests). Here every
+query runs in one thread, with one connection at a time, checked before each use
+(`CONN_MAX_AGE`, `CONN_HEALTH_CHECKS`) as a request would check it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# One thread: the worker's database work is a few short queries a second at most, and one
+# thread means one connection per worker, however many requests are in flight.
+_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="switchyard-db")
+
+
+def in_db_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
+    """`func` as an awaitable that runs in the database thread."""
+
+    @wraps(func)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        close_old_connections()  # drop a connection that is too old or broken first
+        return func(*args, **kwargs)
+
+    return sync_to_async(checked, thread_sensitive=False, executor=_EXECUTOR)
