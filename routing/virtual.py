@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from routing.scoring import draw_order
 
 STRATEGIES = ("round_robin", "cost", "weighted_random", "adaptive")
+MAX_VIRTUAL_DEPTH = 4  # virtual models may nest; deeper chains are configuration mistakes
 ADAPTIVE_NOTE = "Strategy adaptive without load state: targets ordered by weighted_random."
 
 

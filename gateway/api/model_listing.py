@@ -12,10 +12,10 @@ from typing import Any
 from gateway.snapshot import Snapshot, WorkspaceEntry
 from routing.decide import REQUEST_INDEPENDENT, first_rejection
 from routing.types import RoutingRequest
+from routing.virtual import MAX_VIRTUAL_DEPTH
 
 AUTO = "auto"  # the canonical spelling of the auto aliases (R-MOD-1)
 OWNED_BY_SWITCHYARD = "switchyard"  # names that exist only in this gateway's configuration
-MAX_VIRTUAL_DEPTH = 4  # as gateway/api/plan.py: deeper nesting routes nothing
 
 
 def list_models(snap: Snapshot, workspace: WorkspaceEntry) -> list[dict[str, Any]]:

@@ -26,9 +26,8 @@ from routing.decide import decide
 from routing.resolve import ResolveError, UnknownModel, resolve
 from routing.scoring import blended_price
 from routing.types import Decision, LiveState, RoutingRequest
-from routing.virtual import arrange_targets, order_targets
+from routing.virtual import MAX_VIRTUAL_DEPTH, arrange_targets, order_targets
 
-MAX_VIRTUAL_DEPTH = 4  # virtual models may nest; deeper chains are configuration mistakes
 SEED_HEADER = "X-Switchyard-Route-Seed"  # replays a weighted-random draw (explain ↔ trace)
 MAX_SEED = 2**63 - 1
 
