@@ -1,24 +1,16 @@
-"""Trace retention: each workspace's policy says how long traces are kept (`30d`, `12h`,
-`0d` = not kept beyond the purge run)."""
+"""The trace purge: each workspace's policy says how long its traces are kept. The format
+(`30d`, `12h`, `0d` = not kept beyond the purge run) and its parser live in
+workspaces/retention.py; `parse_retention` is re-exported here for existing callers."""
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from audit.models import RequestTrace
 from workspaces.models import Policy
+from workspaces.retention import parse_retention
 
-_RETENTION = re.compile(r"^(\d+)([dh])$")
-
-
-def parse_retention(value: str) -> timedelta | None:
-    """`30d` -> 30 days; None when the value is not understood (then nothing is purged)."""
-    match = _RETENTION.match(value.strip())
-    if not match:
-        return None
-    amount, unit = int(match.group(1)), match.group(2)
-    return timedelta(days=amount) if unit == "d" else timedelta(hours=amount)
+__all__ = ["parse_retention", "purge_expired_traces"]
 
 
 def purge_expired_traces(now: datetime) -> int:
@@ -28,8 +20,12 @@ def purge_expired_traces(now: datetime) -> int:
         keep = parse_retention(policy.retention)
         if keep is None:
             continue
+        try:
+            cutoff = now - keep
+        except OverflowError:  # 999999d reaches before year 1: nothing is that old
+            continue
         count, _ = RequestTrace.objects.filter(
-            workspace_id=policy.workspace_id, created_at__lt=now - keep
+            workspace_id=policy.workspace_id, created_at__lt=cutoff
         ).delete()
         deleted += count
     return deleted

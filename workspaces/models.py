@@ -9,6 +9,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from workspaces.retention import DEFAULT_RETENTION
+
 RESIDENCY_CLASSES = ("eu-owned", "eu-hosted", "any")  # narrowest first (SPEC R-DEC-4)
 ROUTING_MODES = ("balanced", "price", "latency", "throughput")
 
@@ -118,7 +120,7 @@ class Policy(models.Model):
     max_price_completion = models.DecimalField(
         max_digits=12, decimal_places=6, null=True, blank=True
     )
-    retention = models.CharField(max_length=16, default="30d")
+    retention = models.CharField(max_length=16, default=DEFAULT_RETENTION)
     data_classes = models.JSONField(default=list, blank=True)
     daily_budget_micros = models.BigIntegerField(null=True, blank=True)  # USD × 1e6
     routing_mode = models.CharField(max_length=12, default="balanced")
