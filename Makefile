@@ -28,6 +28,8 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 fmt: install
 	$(BIN)/ruff format .

@@ -27,7 +27,7 @@ class TraceWriter:
         self, flush_s: float, run_sync: Callable[[Callable[..., None]], Any] = sync_to_async
     ) -> None:
         """`run_sync` turns the insert into an awaitable (the gateway passes its database
-        thread, gateway/db_thread.py)."""
+        thread, gateway/state/db_thread.py)."""
         self.flush_s = flush_s
         self.run_sync = run_sync
         self._pending: list[dict[str, Any]] = []

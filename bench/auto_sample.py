@@ -1,5 +1,5 @@
 """What the auto router (`"model": "auto"`) would choose for each request of the mixed sample,
-over the demo catalog: the real local classifier (routing/auto_classify.py) and the real
+over the demo catalog: the real local classifier (routing/engine/auto/classify.py) and the real
 `decide` with the demo workspace's auto-router settings, no live metrics (every latency and
 error rate unknown, as on a fresh gateway), no LLM classifier. For bench/smart_sample.py.
 """
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from routing import language, workload
-from routing.auto_classify import classify_locally
-from routing.autorouter import auto_settings, narrow_for_auto
-from routing.benchmarks import catalog_scores
-from routing.decide import decide
-from routing.types import EndpointInfo, LiveState, PolicyView, RoutingRequest
+from routing.engine import language, workload
+from routing.engine.auto.classify import classify_locally
+from routing.engine.auto.settings import auto_settings, narrow_for_auto
+from routing.engine.benchmarks import catalog_scores
+from routing.engine.decide import decide
+from routing.engine.types import EndpointInfo, LiveState, PolicyView, RoutingRequest
 
 TOKENS_PER_PRICE_UNIT = 1_000_000
 

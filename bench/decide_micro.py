@@ -14,8 +14,8 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-from routing.decide import decide
-from routing.types import EndpointInfo, EndpointStats, LiveState, PolicyView, RoutingRequest
+from routing.engine.decide import decide
+from routing.engine.types import EndpointInfo, EndpointStats, LiveState, PolicyView, RoutingRequest
 
 MODELS = 10
 PROVIDERS = 5

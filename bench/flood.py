@@ -61,7 +61,7 @@ from bench.procs import (
     wait_for_quiet_machine,
 )
 from bench.stack import GATEWAY_MODEL, bench_env, prepare_database
-from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import DEFAULT_SERVER, ROOT, SERVERS, GatewayProcess, running_gateway
 
 DEFAULT_STREAMS = 5000

@@ -35,7 +35,7 @@ from bench.stack import (
     bench_env,
     prepare_database,
 )
-from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import ROOT, GatewayProcess, running_gateway
 
 # Every stream is this many content chunks (plus the final chunk and [DONE]).

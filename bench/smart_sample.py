@@ -3,15 +3,15 @@ routing does with a mixed sample of requests (bench/sample_requests.py). Prints 
 report: the tier split with the hard reasons, the score histogram, the workload split, and
 the cost per 1k requests with tiers against sending everything to either tier.
 
-The real pure classifiers run: `routing.tiers.classify` with the demo workspace's
+The real pure classifiers run: `routing.engine.tiers.choose.classify` with the demo workspace's
 `smart_routing` settings (gateway/demo/switchyard-demo.yaml, read with the project's own
-config schema; no database), `routing.workload.classify`, and the auto router's local
-verdict (`routing.auto_classify.classify_locally`) for complexity and confidence. Each
+config schema; no database), `routing.engine.workload.classify`, and the auto router's local
+verdict (`routing.engine.auto.classify.classify_locally`) for complexity and confidence. Each
 request is classified on its own: no session pins (R-TIER-3) and no override headers.
 
 A request is priced at the cheapest routable endpoint of a tier's target model (for a
 virtual target, the cheapest among its concrete targets — a lower bound, since a virtual
-model routes by its strategy): input tokens as `routing.workload.estimate_chat_tokens`
+model routes by its strategy): input tokens as `routing.engine.workload.estimate_chat_tokens`
 counts them, output tokens as the template's typical completion length, capped by the
 request's `max_tokens` / `max_completion_tokens`.
 """
@@ -32,9 +32,10 @@ import yaml
 
 from bench import auto_sample
 from bench.sample_requests import DEFAULT_COUNT, DEFAULT_SEED, TEMPLATES, SampleRequest, generate
-from routing import tiers, workload
-from routing.auto_classify import classify_locally
-from routing.tiers import EASY, HARD, TierAlias, TierConfig, Verdict
+from routing.engine import workload
+from routing.engine.auto.classify import classify_locally
+from routing.engine.tiers import choose as tiers
+from routing.engine.tiers.choose import EASY, HARD, TierAlias, TierConfig, Verdict
 
 DEMO_CONFIG = Path(__file__).resolve().parent.parent / "gateway" / "demo" / "switchyard-demo.yaml"
 WORKSPACE = "demo"
@@ -121,7 +122,7 @@ class SampleReport:
 
 def load_demo(path: Path = DEMO_CONFIG) -> DemoSetup:
     """The demo workspace's tier settings and its alias's targets with their prices, read
-    with `gateway.config_schema.parse_config` (the schema `manage.py apply` uses)."""
+    with `gateway.config.schema.parse_config` (the schema `manage.py apply` uses)."""
     config = _parse(path)
     workspace = next(w for w in config.workspaces if w.slug == WORKSPACE)
     tier_settings = tiers.tier_config(workspace.smart_routing)
@@ -153,8 +154,8 @@ def _parse(path: Path) -> Any:
     if not apps.ready:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
         django.setup()
-    from gateway.config_apply import vocabulary
-    from gateway.config_schema import parse_config
+    from gateway.config.apply import vocabulary
+    from gateway.config.schema import parse_config
 
     return parse_config(yaml.safe_load(path.read_text()), vocabulary=vocabulary(), environ={})
 
@@ -274,7 +275,7 @@ def _workloads(report: SampleReport) -> list[str]:
     for row in report.rows:
         by_workload.setdefault(row.workload, []).append(row)
     lines = [
-        "#### Workloads (`routing.workload.classify`)",
+        "#### Workloads (`routing.engine.workload.classify`)",
         "",
         "| workload | requests | share | hard | mean complexity | mean confidence |",
         "|---|---:|---:|---:|---:|---:|",

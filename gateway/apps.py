@@ -6,6 +6,6 @@ class GatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from gateway import snapshot
+        from gateway.state import snapshot
 
         snapshot.connect_invalidation_signals()

@@ -8,7 +8,7 @@ hops per request, most of the gateway's CPU per call in the profile
 (docs/performance.md). The console and everything else get the full stack.
 
 The wrapper also answers the lifespan protocol: at start-up the state shared between
-replicas is loaded from Redis when configured (gateway/shared_state.py); on shutdown the
+replicas is loaded from Redis when configured (gateway/state/shared_state.py); on shutdown the
 queued traces are flushed, the sharing stops and the upstream client is closed.
 """
 
@@ -72,7 +72,7 @@ class ApiASGIHandler(ASGIHandler):
                     await self.send_response(response, send)
             finally:
                 # A stream whose client left before the server iterated it has an upstream
-                # call open that only this can close (gateway/api/pipeline.py StreamFrames).
+                # call open that only this can close (gateway/api/wire.py StreamFrames).
                 # (A no-op without a task once the relay ran: the common case.)
                 abandon = getattr(response, "switchyard_abandon", None)
                 if abandon is not None:
@@ -119,17 +119,16 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
-    from gateway import runtime
-    from gateway.upstream_client import close_client
+    from gateway.state import request_state
+    from gateway.upstream.client import close_client
 
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            await runtime.start_sharing()
+            await request_state.start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await runtime.traces().flush()
-            await runtime.stop_sharing()
+            await request_state.stop()
             await close_client()
             await send({"type": "lifespan.shutdown.complete"})
             return

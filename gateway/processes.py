@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,14 +16,9 @@ from pathlib import Path
 
 import httpx
 
+from fakeupstream.process import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port the OS says is free now (it can be taken before the caller binds it)."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def manage(*args: str, env: Mapping[str, str], stdin: str | None = None) -> str:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import environ
 
-from gateway.config import GatewaySettings, parse_encryption_keys
 from gateway.devsecrets import load_dev_secrets
+from gateway.gateway_settings import GatewaySettings, parse_encryption_keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -89,7 +89,7 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
-# Redis keys and channel of the state replicas share (gateway/shared_state.py); replicas
+# Redis keys and channel of the state replicas share (gateway/state/shared_state.py); replicas
 # that should share must use the same prefix, tests use one of their own.
 SHARED_STATE_PREFIX = env.str("SWITCHYARD_SHARED_STATE_PREFIX", default="switchyard")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
@@ -110,7 +110,7 @@ STATIC_ROOT = VAR_DIR / "static"
 SERVE_STATIC = env.bool("SWITCHYARD_SERVE_STATIC", default=True)
 
 REST_FRAMEWORK = {
-    "EXCEPTION_HANDLER": "gateway.api.errors.drf_exception_handler",
+    "EXCEPTION_HANDLER": "gateway.errors.drf_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,

@@ -12,7 +12,7 @@ from django.contrib.staticfiles.views import serve as serve_static
 from django.urls import include, path, re_path
 
 from gateway.api import openapi, views
-from gateway.health import healthz
+from gateway.api.readiness import healthz
 
 urlpatterns = [
     path("v1/chat/completions", views.chat_completions),

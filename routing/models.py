@@ -1,6 +1,6 @@
 """The catalog: providers, models, endpoints (provider × model × region), virtual models.
 
-Rows become immutable `routing.types` values in the gateway's in-process snapshot; the
+Rows become immutable `routing.engine.types` values in the gateway's in-process snapshot; the
 engine never sees a model instance.
 """
 

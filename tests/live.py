@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 import openai
 
-from gateway.fakeupstream.process import FakeUpstreamProcess, start_fake_upstream
+from fakeupstream.process import FakeUpstreamProcess, start_fake_upstream
 from gateway.processes import (
     DEFAULT_SERVER,
     GatewayProcess,

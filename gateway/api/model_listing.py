@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.snapshot import Snapshot, WorkspaceEntry
-from routing.decide import REQUEST_INDEPENDENT, first_rejection
-from routing.types import RoutingRequest
-from routing.virtual import MAX_VIRTUAL_DEPTH
+from gateway.state.snapshot import Snapshot, WorkspaceEntry
+from routing.engine.decide import REQUEST_INDEPENDENT, first_rejection
+from routing.engine.types import RoutingRequest
+from routing.engine.virtual import MAX_VIRTUAL_DEPTH
 
 AUTO = "auto"  # the canonical spelling of the auto aliases (R-MOD-1)
 OWNED_BY_SWITCHYARD = "switchyard"  # names that exist only in this gateway's configuration

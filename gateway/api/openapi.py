@@ -16,10 +16,10 @@ import orjson
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from gateway.api.bodies import CHAT_ROLES
-from routing.language import ISO_639_1
-from routing.resolve import SORT_MODES
-from routing.types import MAX_FALLBACK_MODELS, RESIDENCY_ORDER, TASKS, Mode
+from gateway.request_path.parse import CHAT_ROLES
+from routing.engine.language import ISO_639_1
+from routing.engine.resolve import SORT_MODES
+from routing.engine.types import MAX_FALLBACK_MODELS, RESIDENCY_ORDER, TASKS, Mode
 
 JSON = "application/json"
 Schema = dict[str, Any]

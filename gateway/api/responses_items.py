@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.api.errors import ApiError, invalid
+from gateway.errors import ApiError, invalid
 
 Message = dict[str, Any]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from gateway.streaming import SSEParser, frame_json
+from gateway.upstream.streaming import SSEParser, frame_json
 
 # Chat finish reasons that end a response early, with the Responses API's reason for it.
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}

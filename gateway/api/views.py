@@ -1,4 +1,5 @@
-"""The /v1 API views. Thin: each hands the request to `pipeline.serve` with its handler.
+"""The /v1 API views. Thin: each hands the request to the request path
+(gateway/request_path/serve.py) with its operation.
 
 The hot-path views are plain async Django views rather than DRF APIViews: DRF's request
 wrapping, negotiation and rendering cost about 20% of throughput on this path and give
@@ -17,50 +18,53 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.request import Request
 
 from audit.models import RequestTrace
-from gateway import runtime
-from gateway.api import pipeline, report
-from gateway.api.context import authenticate
-from gateway.api.errors import ApiError, render_error
+from gateway.api.chat import CHAT
+from gateway.api.embeddings import EMBEDDINGS
+from gateway.api.explain import EXPLAIN
 from gateway.api.model_listing import find_model, list_models
-from gateway.api.responses_api import responses as responses_handler
-from gateway.db_thread import in_db_thread
-from routing.live import WINDOW_S
+from gateway.api.responses import RESPONSES
+from gateway.api.wire import json_response
+from gateway.errors import ApiError, render_error
+from gateway.request_path.authenticate import authenticate_key
+from gateway.request_path.serve import serve
+from gateway.state import request_state
+from gateway.state.db_thread import in_db_thread
+from routing.engine.live import WINDOW_S
 
 
 @csrf_exempt
 @require_POST
 async def chat_completions(request: HttpRequest) -> HttpResponseBase:
-    return await pipeline.serve(request, "chat.completions", pipeline.chat_completions)
+    return await serve(request, CHAT)
 
 
 @csrf_exempt
 @require_POST
 async def responses(request: HttpRequest) -> HttpResponseBase:
-    return await pipeline.serve(request, "responses", responses_handler)
+    return await serve(request, RESPONSES)
 
 
 @csrf_exempt
 @require_POST
 async def embeddings(request: HttpRequest) -> HttpResponseBase:
-    return await pipeline.serve(request, "embeddings", pipeline.embeddings)
+    return await serve(request, EMBEDDINGS)
 
 
 @csrf_exempt
 @require_POST
 async def explain(request: HttpRequest) -> HttpResponseBase:
-    return await pipeline.serve(request, "routing.explain", pipeline.explain)
+    return await serve(request, EXPLAIN)
 
 
 @require_GET
 async def health(request: HttpRequest) -> HttpResponseBase:
     """`GET /health` (SPEC R-API-8): live numbers per provider and endpoint over the
     rolling five minutes, as this worker observed them. No secrets, no authentication."""
-    now = time.time()
-    return pipeline.json_response(
+    return json_response(
         {
             "object": "switchyard.health",
             "window_s": WINDOW_S,
-            "providers": runtime.live().by_provider(now),
+            "providers": request_state.live_by_provider(),
         }  # fmt: skip
     )
 
@@ -68,27 +72,27 @@ async def health(request: HttpRequest) -> HttpResponseBase:
 @require_GET
 async def models(request: HttpRequest) -> HttpResponseBase:
     """The models and routing names this key may use (SPEC D-7; gateway/api/model_listing)."""
-    snap = await runtime.snapshots().current()
+    snap = await request_state.current_snapshot()
     try:
-        _key, workspace = authenticate(request, snap)
+        _key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
         return render_error(error)
-    return pipeline.json_response({"object": "list", "data": list_models(snap, workspace)})
+    return json_response({"object": "list", "data": list_models(snap, workspace)})
 
 
 @require_GET
 async def model_detail(request: HttpRequest, model_id: str) -> HttpResponseBase:
     """`GET /v1/models/{id}` (ids contain `/`): one entry of the list, else a 404."""
-    snap = await runtime.snapshots().current()
+    snap = await request_state.current_snapshot()
     try:
-        _key, workspace = authenticate(request, snap)
+        _key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
         return render_error(error)
     model = find_model(snap, workspace, model_id)
     if model is None:
         return render_error(ApiError(404, f"The model `{model_id[:200]}` does not exist.",
                                      code="model_not_found", param="model"))  # fmt: skip
-    return pipeline.json_response(model)
+    return json_response(model)
 
 
 def _trace_json(trace: RequestTrace) -> dict[str, object]:
@@ -120,9 +124,9 @@ class TraceDetail(APIView):
     """`GET /v1/traces/{id}`: the caller's own trace; another workspace's is a 404."""
 
     async def get(self, request: Request, trace_id: str) -> HttpResponseBase:
-        snap = await runtime.snapshots().current()
+        snap = await request_state.current_snapshot()
         try:
-            _key, workspace = authenticate(request._request, snap)
+            _key, workspace = authenticate_key(request._request, snap, time.time())
         except ApiError as error:
             return render_error(error)
         not_found = ApiError(404, "No such trace.", code="trace_not_found", param="trace_id")
@@ -130,16 +134,16 @@ class TraceDetail(APIView):
             trace_uuid = uuid.UUID(trace_id)
         except ValueError:
             return render_error(not_found)
-        await runtime.traces().flush()  # this worker's queued traces become visible
+        await request_state.flush_traces()
         trace = await in_db_thread(
             RequestTrace.objects.filter(id=trace_uuid, workspace_id=workspace.id).first
         )()
         if trace is None:
             return render_error(not_found)
-        return pipeline.json_response(_trace_json(trace))
+        return json_response(_trace_json(trace))
 
 
 trace_detail = TraceDetail.as_view()
 
 
-__all__ = ["chat_completions", "embeddings", "models", "report", "responses", "trace_detail"]
+__all__ = ["chat_completions", "embeddings", "models", "responses", "trace_detail"]

@@ -5,12 +5,13 @@ an attempt is an event at `start + sampled latency`.
 
 A request's life mirrors the gateway's: plan at arrival (the virtual model's target
 order, or the model's decision); each attempt is in flight from its start to its end
-(AdaptiveObserver); a failure with a retryable status (routing/attempts.py, the gateway's
-own table) moves on to the next endpoint of the plan; when the request ends, every attempt
-goes into live metrics and cooldowns (report.py `_observe_live`) and a success pins the
-session. Deterministic: every random draw comes from a `random.Random` seeded by
-(seed, scenario) for the workload and script, and (seed, scenario, strategy) for routing
-and provider latency — so all strategies of a scenario see the same requests.
+(request_state.AttemptObserver); a failure with a retryable status
+(routing/engine/attempts.py, the gateway's own table) moves on to the next endpoint of
+the plan; when the request ends, every attempt goes into live metrics and cooldowns
+(record.py `_observe_live`) and a success pins the session. Deterministic: every random
+draw comes from a `random.Random` seeded by (seed, scenario) for the workload and script,
+and (seed, scenario, strategy) for routing and provider latency — so all strategies of a
+scenario see the same requests.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ import math
 import random
 from dataclasses import dataclass, field
 
-from routing.attempts import is_retryable_status
+from routing.engine.attempts import is_retryable_status
+from routing.engine.types import EndpointInfo
 from routing.sim.providers import Provider, cost_usd, respond
 from routing.sim.scenarios import SCENARIOS
 from routing.sim.state import AttemptResult, GatewayState
 from routing.sim.strategies import VIRTUAL_MODEL, VIRTUAL_STRATEGIES, Catalog, Plan, Router
-from routing.types import EndpointInfo
 
 RATE_PER_S = 10.0  # arrivals per simulated second: about 7 requests in flight at once
 SESSION_SHARE = 0.3  # of requests belong to a session …

@@ -13,7 +13,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from routing.types import EndpointInfo
+from routing.engine.types import EndpointInfo
 
 OK = 200
 # A refusal (429, 401, 503) comes back in tens of milliseconds: no tokens are generated.

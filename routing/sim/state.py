@@ -2,10 +2,9 @@
 adaptive load state, session pins, the round-robin counter — and how a finished request
 feeds it. The same bookkeeping runs under every strategy, as in the gateway.
 
-`record` restates gateway/api/report.py `_observe_live`, and `started`/`finished` its
-`AttemptRecorder` (adaptive state and cooldowns as each attempt ends); both sit in modules
-that import Django.
-Keep them in step.
+`record` restates gateway/request_path/record.py `_observe_live`, and `started`/`finished`
+gateway/state/request_state.py `AttemptObserver` (adaptive state and cooldowns as each
+attempt ends); both sit in modules that import Django. Keep them in step.
 """
 
 from __future__ import annotations
@@ -13,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from routing.adaptive import WARM_CACHE_TTL_S, AdaptiveState
-from routing.affinity import SessionPins
-from routing.cooldowns import Cooldowns
-from routing.live import LiveMetrics, Observation, failure_kind
+from routing.engine.adaptive import WARM_CACHE_TTL_S, AdaptiveState
+from routing.engine.affinity.keeping import SessionPins
+from routing.engine.cooldowns import Cooldowns
+from routing.engine.live import LiveMetrics, Observation, failure_kind
+from routing.engine.types import EndpointInfo
 from routing.sim.providers import OK
-from routing.types import EndpointInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +49,8 @@ class GatewayState:
 
     def finished(self, attempt: AttemptResult, now_s: float) -> None:
         """An attempt ended: a latency sample for successes only, as the gateway takes, and
-        its cooldown bookkeeping at once (gateway/api/report.py `AttemptRecorder`)."""
+        its cooldown bookkeeping at once (gateway/state/request_state.py
+        `AttemptObserver`)."""
         latency = attempt.latency_ms if attempt.ok else None
         self.adaptive.finished(attempt.endpoint.model, latency, now_s)
         if attempt.ok:
@@ -81,8 +81,8 @@ class GatewayState:
         self, session: str, endpoint: EndpointInfo, now_s: float, virtual: str | None = None
     ) -> None:
         """After a success the session stays on the endpoint that served it, per model, and
-        on the virtual model's target; that target's cache is warm (gateway/api/affinity.py
-        `remember_success`)."""
+        on the virtual model's target; that target's cache is warm (gateway/request_path/
+        affinity.py `remember_success`)."""
         self.pins.pin(pin_key(session, endpoint.model), endpoint.id, now_s)
         if virtual is not None:
             self.pins.pin(pin_key(session, virtual), endpoint.model, now_s)
@@ -90,5 +90,5 @@ class GatewayState:
 
 
 def pin_key(session: str, model: str) -> str:
-    """As gateway/api/plan.py `_pin_key`: a session's pin is per model of the chain."""
+    """As gateway/request_path/affinity.py `_pin_key`: a session's pin is per model of the chain."""
     return f"{session}|{model}"

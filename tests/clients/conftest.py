@@ -68,7 +68,7 @@ class Person(pydantic.BaseModel):
     age: int
 
 
-# What the fakes fill in for Person's schema (gateway/fakeupstream/structured.py): "fake"
+# What the fakes fill in for Person's schema (fakeupstream/structured.py): "fake"
 # for strings, 1 for an unbounded integer.
 FAKE_PERSON = Person(name="fake", age=1)
 WEATHER_PROMPT = "What is the weather in Paris?"  # "weather" makes the fake call the tool

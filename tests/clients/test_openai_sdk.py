@@ -179,7 +179,7 @@ def test_a_streamed_tool_call(sdk: openai.OpenAI, routed: Routed):
 
 def test_a_field_only_openai_style_apis_express(sdk: openai.OpenAI, gateway: Live, routed: Routed):
     # `presence_penalty` has no Anthropic counterpart, and dropping it would change the
-    # answer: the Anthropic adapter refuses it (gateway/providers/anthropic.py FIELDS)
+    # answer: the Anthropic adapter refuses it (gateway/upstream/providers/anthropic.py FIELDS)
     # instead of losing it, and OpenAI-style upstreams get it as sent.
     request = {"model": routed.model, "messages": _user(PAUSE_PROMPT), "max_tokens": MAX_TOKENS}
     if routed.fake == "anthro":

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 
 OPENAI_AUTH = {"Authorization": "Bearer sk-test"}
 ANTHROPIC_AUTH = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.fakeupstream.cli import add_arguments, config_from_options
-from gateway.fakeupstream.faults import Fault, FaultKind, parse_fault, parse_fault_script
-from gateway.fakeupstream.process import flag_args
-from gateway.fakeupstream.profiles import CacheMode, parse_error_rate
-from gateway.fakeupstream.replies import chosen_tool_name, estimate_prompt_tokens, reply_tokens
+from fakeupstream.cli import add_arguments, config_from_options
+from fakeupstream.faults import Fault, FaultKind, parse_fault, parse_fault_script
+from fakeupstream.process import flag_args
+from fakeupstream.profiles import CacheMode, parse_error_rate
+from fakeupstream.replies import chosen_tool_name, estimate_prompt_tokens, reply_tokens
 
 
 @pytest.mark.parametrize(

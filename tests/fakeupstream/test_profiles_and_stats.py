@@ -11,8 +11,8 @@ import httpx
 import orjson
 import pytest
 
-from gateway.fakeupstream.faults import draw_error_status
-from gateway.fakeupstream.process import running_fake_upstream
+from fakeupstream.faults import draw_error_status
+from fakeupstream.process import running_fake_upstream
 from tests.fakeupstream.conftest import ANTHROPIC_AUTH, OPENAI_AUTH, chat_body
 
 CHAT = "/v1/chat/completions"

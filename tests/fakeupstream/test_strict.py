@@ -1,4 +1,4 @@
-"""The fake's request validation (gateway/fakeupstream/strict.py): what the real APIs refuse
+"""The fake's request validation (fakeupstream/strict.py): what the real APIs refuse
 is refused, in the provider's words and error shape, and what the gateway's Anthropic
 translation sends is accepted."""
 
@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.fakeupstream.delivery import BadRequest
-from gateway.fakeupstream.strict import check_chat, check_messages
-from gateway.providers.anthropic import build_request
+from fakeupstream.delivery import BadRequest
+from fakeupstream.strict import check_chat, check_messages
+from gateway.upstream.providers.anthropic import build_request
 from tests.fakeupstream.conftest import ANTHROPIC_AUTH, OPENAI_AUTH, chat_body, sse_events
 
 USER_HI = {"role": "user", "content": "hi"}

@@ -13,7 +13,7 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from gateway.providers.anthropic import (
+from gateway.upstream.providers.anthropic import (
     API_VERSION,
     FIELDS,
     StreamTranslator,

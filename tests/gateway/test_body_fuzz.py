@@ -18,9 +18,9 @@ from django.test import RequestFactory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.api.bodies import MAX_JSON_DEPTH, read_json, validate_chat
-from gateway.api.errors import ApiError
-from gateway.api.params import STANDARD_PARAMS
+from gateway.errors import ApiError
+from gateway.request_path.params import STANDARD_PARAMS
+from gateway.request_path.parse import MAX_JSON_DEPTH, read_json, validate_chat
 
 MODEL = "meta/llama-3.3-70b"
 MAX_BODY_BYTES = 200_000  # what tests/live.py gives the live gateway

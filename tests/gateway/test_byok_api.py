@@ -9,7 +9,7 @@ import openai
 import orjson
 import pytest
 
-from gateway.fakeupstream.process import running_fake_upstream
+from fakeupstream.process import running_fake_upstream
 from tests.live import UPSTREAM_KEY
 from workspaces.secrets import owner_aad
 

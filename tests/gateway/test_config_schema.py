@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gateway.config_apply import vocabulary
-from gateway.config_schema import ConfigError, Existing, parse_config
+from gateway.config.apply import vocabulary
+from gateway.config.schema import ConfigError, Existing, parse_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "switchyard.yaml"
 EXAMPLE_ENV = {"GROQ_API_KEY": "gsk-managed", "MISTRAL_API_KEY": "mk-managed"} | {
@@ -208,6 +208,9 @@ def test_bad_catalog_value_is_reported_with_its_path(_case: str, data: Any, expe
          ["workspaces[0].smart_routing.aliases.normal.default: must be one of easy, hard "
           "(got 'medium')"]),
         ("bad spend profile", workspace(auto_router={"spend_profile": "cheap"}),
+         ["workspaces[0].auto_router.spend_profile: must be one of economy, standard, premium, "
+          "any or {input, output} caps"]),
+        ("spend profile a list", workspace(auto_router={"spend_profile": ["economy"]}),
          ["workspaces[0].auto_router.spend_profile: must be one of economy, standard, premium, "
           "any or {input, output} caps"]),
         ("bad objective", workspace(auto_router={"objective": "speed"}),

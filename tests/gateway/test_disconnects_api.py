@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import running_gateway
 from tests.live import Live
 

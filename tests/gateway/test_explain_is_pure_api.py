@@ -4,16 +4,10 @@ request does — and it shows exactly what that request will do."""
 
 from __future__ import annotations
 
-import random
-
 import httpx
 import openai
 import orjson
 import pytest
-
-from gateway.api import plan
-from gateway.snapshot import Snapshot, VirtualEntry
-from tests.routing.builders import make_request
 
 ROUND_ROBIN = "duo-round-robin"  # acme/tiny (cheap-tiny), acme/mini (pricey-mini): tests/live.py
 # Every routing and affinity series the request path writes (gateway/metrics.py).
@@ -56,19 +50,3 @@ def test_explaining_takes_no_round_robin_turn_and_moves_no_counter(client, fresh
     assert {first, second} == {"cheap-tiny", "pricey-mini"}
     assert explained == [second, second, second]
     assert metrics_after == metrics_before
-
-
-def test_a_dry_run_expansion_shows_the_next_round_robin_turn_without_taking_it():
-    # given a round-robin virtual model over two models (no endpoints: no live state is read)
-    slug = "dry-run-round-robin"  # this test's own turn counter in the process
-    targets = (("model-a", 1.0), ("model-b", 1.0))
-    virtual = {slug: VirtualEntry(slug=slug, strategy="round_robin", targets=targets)}
-    snap = Snapshot(version=1, keys={}, workspaces={}, providers={}, models={}, names={},
-                    endpoints={}, base_urls={}, virtual=virtual)  # fmt: skip
-    request = make_request(model=slug)
-    # when it is expanded three times as a dry run, then twice for real
-    dry = [plan.model_chain(snap, request, random.Random(0), dry_run=True)[0] for _ in range(3)]
-    real = [plan.model_chain(snap, request, random.Random(0))[0] for _ in range(2)]
-    # then each dry run showed the turn the first real expansion then took
-    assert dry == [real[0], real[0], real[0]]
-    assert {tuple(real[0]), tuple(real[1])} == {("model-a", "model-b"), ("model-b", "model-a")}

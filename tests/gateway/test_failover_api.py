@@ -113,7 +113,7 @@ def test_r_exe_1_no_retry_once_stream_bytes_reached_the_client(fresh_live):
 
 def test_r_exe_1_killing_the_preferred_provider_mid_run_fails_over_with_200s(fresh_live, tmp_path):
     # given two new providers for a new model, applied while the gateway runs
-    from gateway.fakeupstream.process import running_fake_upstream
+    from fakeupstream.process import running_fake_upstream
     from tests.live import UPSTREAM_KEY
 
     with (

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
+from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import running_gateway
 from tests.live import Live
 

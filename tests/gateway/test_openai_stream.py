@@ -4,8 +4,8 @@ model rewrite (SPEC R-API-6), usage and in-band errors noticed, [DONE] held back
 import orjson
 import pytest
 
-from gateway.providers.openai import StreamTranslator, build_request
-from gateway.streaming import SSEParser
+from gateway.upstream.providers.openai import StreamTranslator, build_request
+from gateway.upstream.streaming import SSEParser
 
 
 def _chunk(content: str, model: str = "llama-up") -> bytes:

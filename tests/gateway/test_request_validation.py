@@ -13,8 +13,8 @@ import orjson
 import pytest
 from django.test import RequestFactory
 
-from gateway.api.bodies import MAX_JSON_DEPTH, is_deeper_than, read_json, validate_chat
-from gateway.api.errors import ApiError
+from gateway.errors import ApiError
+from gateway.request_path.parse import MAX_JSON_DEPTH, is_deeper_than, read_json, validate_chat
 
 MODEL = "meta/llama-3.3-70b"
 MESSAGES = [{"role": "user", "content": "Say hello"}]
@@ -441,7 +441,7 @@ def test_a_role_that_is_not_a_string_is_a_400_not_a_crash(role):
      ({"input": "a", "dimensions": 0}, "dimensions")],
 )  # fmt: skip
 def test_embeddings_input_must_be_one_of_openais_forms(body, param):
-    from gateway.api.bodies import validate_embeddings
+    from gateway.request_path.parse import validate_embeddings
 
     with pytest.raises(ApiError) as caught:
         validate_embeddings({"model": "m", **body})
@@ -450,6 +450,6 @@ def test_embeddings_input_must_be_one_of_openais_forms(body, param):
 
 @pytest.mark.parametrize("value", ["a", ["a", "b"], [1, 2], [[1, 2], [3]]])
 def test_embeddings_input_forms_pass(value):
-    from gateway.api.bodies import validate_embeddings
+    from gateway.request_path.parse import validate_embeddings
 
     validate_embeddings({"model": "m", "input": value})

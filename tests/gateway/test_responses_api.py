@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.api.bodies import validate_chat
-from gateway.api.errors import ApiError
-from gateway.api.responses_api import to_chat_body
+from gateway.api.responses import to_chat_body
 from gateway.api.responses_stream import ResponsesStream
+from gateway.errors import ApiError
+from gateway.request_path.parse import validate_chat
 
 LLAMA = "meta/llama-3.3-70b"
 SONNET = "anthropic/claude-sonnet-4"

@@ -286,7 +286,7 @@ def test_r_auto_1_workspace_spend_profile_and_patterns_bound_the_auto_router(fre
 
 def test_r_exe_5_adaptive_virtual_model_prefers_the_faster_target(fresh_live, tmp_path):
     # given an adaptive virtual model over two models, one behind a slow upstream
-    from gateway.fakeupstream.process import running_fake_upstream
+    from fakeupstream.process import running_fake_upstream
     from tests.live import UPSTREAM_KEY
 
     with running_fake_upstream("fast", name="sloth", api_key=UPSTREAM_KEY, latency_ms=150) as sloth:

@@ -21,7 +21,7 @@ class Person(pydantic.BaseModel):
     age: int
 
 
-# What the fakes fill in for Person's schema (gateway/fakeupstream/structured.py).
+# What the fakes fill in for Person's schema (fakeupstream/structured.py).
 FAKE_PERSON = Person(name="fake", age=1)
 PERSON_FORMAT = {
     "type": "json_schema",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.upstream_text import MAX_MESSAGE_CHARS, MIN_FRAGMENT_CHARS, REDACTED, scrub
+from gateway.upstream.untrusted_text import MAX_MESSAGE_CHARS, MIN_FRAGMENT_CHARS, REDACTED, scrub
 
 KEY = "sk-proj-4f9XqL2mTz8KpW1vB7nR"
 

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from routing.decide import decide
-from routing.types import (
+from routing.engine.decide import decide
+from routing.engine.types import (
     Decision,
     EndpointInfo,
     EndpointStats,

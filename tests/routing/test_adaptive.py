@@ -3,7 +3,7 @@
 import math
 import random
 
-from routing.adaptive import (
+from routing.engine.adaptive import (
     DECAY_S,
     MIN_WEIGHT_FRACTION,
     AdaptiveState,

@@ -4,9 +4,9 @@ import random
 
 import pytest
 
-from routing.affinity import SessionPins, affinity_skipped, keep_session
-from routing.decide import decide
-from routing.types import LiveState, Mode
+from routing.engine.affinity.keeping import SessionPins, affinity_skipped, keep_session
+from routing.engine.decide import decide
+from routing.engine.types import LiveState, Mode
 from tests.routing.builders import make_endpoint, make_policy, make_request
 
 ENDPOINTS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from routing.attempts import (
+from routing.engine.attempts import (
     AttemptFailed,
     FinalError,
     final_error,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from gateway.fakeupstream.structured import instance_json
-from routing.auto_classify import (
+from fakeupstream.structured import instance_json
+from routing.engine.auto.classify import (
     CLASSIFIER_SCHEMA,
     WORKLOADS,
     classifier_body,

@@ -4,14 +4,14 @@ import random
 
 import pytest
 
-from routing.autorouter import (
+from routing.engine.auto.settings import (
     SPEND_PROFILES,
     auto_settings,
     first_model_only,
     narrow_for_auto,
 )
-from routing.decide import decide
-from routing.types import LiveState, Reason
+from routing.engine.decide import decide
+from routing.engine.types import LiveState, Reason
 from tests.routing.builders import make_endpoint, make_policy, make_request
 
 CATALOG = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from routing.benchmarks import benchmark_fit, capability_gap, catalog_scores, required_fit
+from routing.engine.benchmarks import benchmark_fit, capability_gap, catalog_scores, required_fit
 from tests.routing.builders import ids, make_endpoint, make_request, route
 
 

@@ -3,7 +3,7 @@ back to that provider first, while policy and cooldowns still win."""
 
 import random
 
-from routing.cache_affinity import (
+from routing.engine.affinity.prompt_cache import (
     CACHE_PIN_TTL_S,
     SESSION_CACHE_PIN_TTL_S,
     cache_aware,
@@ -11,8 +11,8 @@ from routing.cache_affinity import (
     keep_cache_pin,
     pin_ttl_s,
 )
-from routing.decide import decide
-from routing.types import LiveState, Mode
+from routing.engine.decide import decide
+from routing.engine.types import LiveState, Mode
 from tests.routing.builders import make_endpoint, make_policy, make_request
 
 ENDPOINTS = [

@@ -2,7 +2,7 @@
 
 import pytest
 
-from routing.cooldowns import Cooldowns
+from routing.engine.cooldowns import Cooldowns
 
 
 def test_r_exe_3_429_starts_a_cooldown_that_doubles_up_to_the_maximum():
@@ -69,8 +69,8 @@ def test_client_errors_never_cool_an_endpoint():
 def _decide_with_cooling(cooling: frozenset[str]):
     import random
 
-    from routing.decide import decide
-    from routing.types import LiveState, Mode
+    from routing.engine.decide import decide
+    from routing.engine.types import LiveState, Mode
     from tests.routing.builders import make_endpoint, make_policy, make_request
 
     endpoints = [

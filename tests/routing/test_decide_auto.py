@@ -4,8 +4,8 @@ objective re-weights; the same request routes the same way twice."""
 
 import pytest
 
-from routing.fit import language_fit, task_fit
-from routing.types import Factor
+from routing.engine.fit import language_fit, task_fit
+from routing.engine.types import Factor
 from tests.routing.builders import ids, make_endpoint, make_live, make_policy, make_request, route
 
 

@@ -6,9 +6,9 @@ from itertools import permutations
 
 import pytest
 
-from routing.filters import FILTERS, REQUEST_INDEPENDENT, first_rejection
-from routing.policy import NOTHING, effective_policy
-from routing.types import Reason
+from routing.engine.filters import FILTERS, REQUEST_INDEPENDENT, first_rejection
+from routing.engine.policy import NOTHING, effective_policy
+from routing.engine.types import Reason
 from tests.routing.builders import ids, make_endpoint, make_policy, make_request, route
 
 # The contract's steps (R-DEC-2), earliest first; the capability step has two reasons.

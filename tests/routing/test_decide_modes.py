@@ -9,17 +9,18 @@ from pathlib import Path
 
 import pytest
 
-import routing
-from routing.decide import ALGORITHM
-from routing.scoring import blended_price, inverse_square_price
-from routing.types import Factor, Mode
+import routing.engine
+from routing.engine.decide import ALGORITHM
+from routing.engine.scoring import blended_price, inverse_square_price
+from routing.engine.types import Factor, Mode
 from tests.routing.builders import ids, make_endpoint, make_live, make_request, route
 
 PURE_MODULES = ("decide", "filters", "policy", "scoring", "fit", "benchmarks", "virtual", "types")
 # What the pure modules may import: no django, time, datetime, os, io, sockets or httpx.
 PURE_IMPORTS = {"__future__", "collections", "collections.abc", "dataclasses", "enum", "math",
-                "random", "statistics", "typing", "routing.benchmarks", "routing.filters",
-                "routing.fit", "routing.policy", "routing.scoring", "routing.types"}  # fmt: skip
+                "random", "statistics", "typing", "routing.engine.benchmarks",
+                "routing.engine.filters", "routing.engine.fit", "routing.engine.policy",
+                "routing.engine.scoring", "routing.engine.types"}  # fmt: skip
 
 
 def _priced(endpoint_id: str, price: float, **fields):
@@ -81,7 +82,7 @@ def test_r_dec_1_a_fixed_seed_gives_the_same_decision_whatever_the_global_random
 
 def test_r_dec_1_routing_modules_use_no_clock_io_or_global_randomness():
     for name in PURE_MODULES:
-        tree = ast.parse((Path(routing.__file__).parent / f"{name}.py").read_text())
+        tree = ast.parse((Path(routing.engine.__file__).parent / f"{name}.py").read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 modules = (

@@ -7,10 +7,10 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from routing.decide import decide
-from routing.filters import active_checks, first_failing, first_rejection
-from routing.policy import effective_policy
-from routing.types import (
+from routing.engine.decide import decide
+from routing.engine.filters import active_checks, first_failing, first_rejection
+from routing.engine.policy import effective_policy
+from routing.engine.types import (
     EndpointInfo,
     EndpointStats,
     LatencyTarget,

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from routing.language import ISO_639_1, LANGUAGES, detect
-from routing.types import TASKS
-from routing.workload import (
+from routing.engine.language import ISO_639_1, LANGUAGES, detect
+from routing.engine.types import TASKS
+from routing.engine.workload import (
     classify,
     embedding_tokens,
     estimate_chat_tokens,

@@ -1,6 +1,6 @@
 """Live metrics rollups (SPEC R-OBS-2, R-API-8 numbers; R-EXE-2's 3-errors-in-30-s health)."""
 
-from routing.live import LiveMetrics, Observation, rollup
+from routing.engine.live import LiveMetrics, Observation, rollup
 
 
 def _ok(at: float, latency_ms: float, tps: float | None = None) -> Observation:

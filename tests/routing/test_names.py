@@ -2,7 +2,7 @@
 
 import pytest
 
-from routing.names import resolve_model_name
+from routing.engine.names import resolve_model_name
 
 NAMES = {
     "openai/gpt-4o": "openai/gpt-4o",

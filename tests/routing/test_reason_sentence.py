@@ -3,10 +3,10 @@ session pin, a cache pin or a failover may put another endpoint first."""
 
 import random
 
-from routing.affinity import keep_session
-from routing.cache_affinity import keep_cache_pin
-from routing.decide import decide, reason_for
-from routing.types import LiveState, Mode
+from routing.engine.affinity.keeping import keep_session
+from routing.engine.affinity.prompt_cache import keep_cache_pin
+from routing.engine.decide import decide, reason_for
+from routing.engine.types import LiveState, Mode
 from tests.routing.builders import make_endpoint, make_policy, make_request
 
 ENDPOINTS = [

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from routing.resolve import CatalogNames, ResolveError, UnknownModel, resolve
-from routing.types import LatencyTarget, Mode, ProviderPrefs, RoutingRequest
+from routing.engine.resolve import CatalogNames, ResolveError, UnknownModel, resolve
+from routing.engine.types import LatencyTarget, Mode, ProviderPrefs, RoutingRequest
 
 _SLUGS = ("openai/gpt-4o", "meta/llama-3.3-70b", "meta/llama-3.3-70b:free",
           "mistral/mistral-small", "mistral/mistral-embed",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from routing.sessions import SOURCES, conversation_hash, detect_session
+from routing.engine.affinity.sessions import SOURCES, conversation_hash, detect_session
 
 SYSTEM = {"role": "system", "content": "You are the ACME support assistant."}
 FIRST = {"role": "user", "content": "My invoice is wrong."}

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from routing.cooldowns import DEFAULT_MAX_S
+from routing.engine.cooldowns import DEFAULT_MAX_S
 from routing.sim.engine import RunResult, run
 from routing.sim.report import render, summarise
 from routing.sim.strategies import MODEL_MODES, STRATEGIES

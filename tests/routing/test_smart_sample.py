@@ -25,8 +25,8 @@ from bench.smart_sample import (
     output_tokens,
     render,
 )
-from routing.tiers import EASY, HARD
-from routing.workload import iter_messages, message_text
+from routing.engine.tiers.choose import EASY, HARD
+from routing.engine.workload import iter_messages, message_text
 
 SEED = 2026
 TEMPLATE_NAMES = {template.name for template in TEMPLATES}

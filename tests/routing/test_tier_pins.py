@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from routing.tier_pins import InProcessTierPins, TierPinStore, pin_key
-from routing.tiers import TierAlias, choose_tier, tier_config
+from routing.engine.tiers.choose import TierAlias, choose_tier, tier_config
+from routing.engine.tiers.pins import InProcessTierPins, TierPinStore, pin_key
 
 T0 = 1_767_225_600.0
 TTL_S = 1800.0

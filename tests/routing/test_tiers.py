@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from routing.tier_pins import InProcessTierPins, pin_key
-from routing.tiers import (
+from routing.engine.tiers.choose import (
     DEFAULT_EFFORT_KEYWORDS,
     DEFAULT_SESSION_TTL_S,
     DEFAULT_THRESHOLD,
@@ -20,6 +19,7 @@ from routing.tiers import (
     tier_config,
     verdict_headers,
 )
+from routing.engine.tiers.pins import InProcessTierPins, pin_key
 
 NOW = 1_767_225_600.0
 SESSION = "7:11:header:conv-1"

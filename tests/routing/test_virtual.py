@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from routing.virtual import ADAPTIVE_NOTE, order_targets, strategy_note
+from routing.engine.virtual import ADAPTIVE_NOTE, order_targets, strategy_note
 
 TARGETS = (("acme/a", 1.0), ("acme/b", 3.0), ("acme/c", 0.0), ("acme/d", 4.0))
 
@@ -76,7 +76,7 @@ def test_r_mod_7_an_unknown_strategy_is_refused():
 
 
 def test_r_exe_3_a_virtual_target_in_cooldown_is_skipped_while_another_remains():
-    from routing.virtual import arrange_targets
+    from routing.engine.virtual import arrange_targets
 
     order, _ = arrange_targets(["a", "b", "c"], cooling=frozenset({"a"}), unhealthy=frozenset())
     assert order == ("b", "c")
@@ -86,14 +86,14 @@ def test_r_exe_3_a_virtual_target_in_cooldown_is_skipped_while_another_remains()
 
 
 def test_r_exe_2_an_unhealthy_virtual_target_is_tried_last_not_dropped():
-    from routing.virtual import arrange_targets
+    from routing.engine.virtual import arrange_targets
 
     order, _ = arrange_targets(["a", "b", "c"], cooling=frozenset(), unhealthy=frozenset({"a"}))
     assert order == ("b", "c", "a")
 
 
 def test_r_exe_7_a_session_stays_on_its_virtual_target_until_it_cools_down():
-    from routing.virtual import arrange_targets
+    from routing.engine.virtual import arrange_targets
 
     calm = {"cooling": frozenset(), "unhealthy": frozenset()}
     assert arrange_targets(["a", "b", "c"], pinned="c", **calm) == (("c", "a", "b"), "honored")

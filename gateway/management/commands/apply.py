@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gateway.config_apply import apply_config
-from gateway.config_fields import ConfigError
+from gateway.config.apply import apply_config
+from gateway.config.fields import ConfigError
 
 
 def load_yaml(text: str, name: str) -> Any:

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gateway.config_apply import apply_config
+from gateway.config.apply import apply_config
 from workspaces.models import Workspace
 from workspaces.services import create_api_key
 

@@ -1,6 +1,6 @@
 """`manage.py fakeupstream`: serve a fake upstream provider (see docs/fakeupstream.md).
 
-Only parses options; the server lives in gateway.fakeupstream and needs no Django setup.
+Only parses options; the server lives in fakeupstream and needs no Django setup.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from gateway.fakeupstream.cli import add_arguments, config_from_options
-from gateway.fakeupstream.server import run
+from fakeupstream.cli import add_arguments, config_from_options
+from fakeupstream.server import run
 
 
 class Command(BaseCommand):

@@ -55,7 +55,7 @@ class Command(BaseCommand):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         try:
             for port, flags in DEMO_UPSTREAMS:
-                command = [sys.executable, "-m", "gateway.fakeupstream", "--port", str(port)]
+                command = [sys.executable, "-m", "fakeupstream", "--port", str(port)]
                 children.append(subprocess.Popen([*command, *flags], cwd=ROOT, env=env))
             for (port, _flags), child in zip(DEMO_UPSTREAMS, children, strict=True):
                 wait_until_up(f"http://127.0.0.1:{port}/_fake/health", 15, child)

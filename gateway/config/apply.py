@@ -1,0 +1,292 @@
+"""Applying a declarative configuration (docs/configuration.md) to the database.
+
+`apply_config` validates the whole file first (`config_schema.parse_config`, with what the
+database already holds as context), then creates or updates every row in one transaction
+and records one `config.apply` AdminEvent in it. Rows are matched by slug (by id for
+endpoints); rows absent from the file are left alone. A row whose values already match is
+not saved, which makes a second apply of the same file a no-op. Secrets are compared by
+decrypting what is stored, because every seal produces a new ciphertext.
+
+Every write goes through `Model.save()`, so the snapshot's post_save receivers bump the
+configuration version on commit; nothing here uses `QuerySet.update()` or `bulk_create`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+
+from audit.models import AdminEvent
+from gateway.config.export import export_config
+from gateway.config.schema import parse_config
+from gateway.config.types import Config, Existing, Secret, Vocabulary, WorkspaceSpec
+from presets.models import Preset
+from routing import models as routing
+from routing.models import Endpoint, Provider, VirtualModel
+from routing.models import Model as CatalogModel
+from workspaces import models as tenancy
+from workspaces.models import Policy, ProviderCredential, Workspace
+from workspaces.secrets import DecryptionError, Sealed, owner_aad, seal, unseal
+
+__all__ = ["KINDS", "ApplyReport", "KindCounts", "apply_config", "export_config"]
+
+KINDS = (
+    "provider", "model", "endpoint", "virtual_model", "workspace", "policy", "credential",
+    "preset",
+)  # fmt: skip
+ACTION = "config.apply"
+TARGET_MAX_CHARS = 200  # AdminEvent.target
+
+
+@dataclass(frozen=True, slots=True)
+class KindCounts:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyReport:
+    """What an apply did. `changes` names rows and changed fields, never values."""
+
+    counts: Mapping[str, KindCounts]  # every kind in KINDS, in that order
+    changes: tuple[str, ...]  # "created provider groq", "updated endpoint e1: price_input"
+    dry_run: bool
+
+    @property
+    def changed(self) -> bool:
+        return any(c.created or c.updated for c in self.counts.values())
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {
+            kind: {"created": c.created, "updated": c.updated, "unchanged": c.unchanged}
+            for kind, c in self.counts.items()
+        }
+
+    def summary(self) -> str:
+        """One line: `2 created, 1 updated, 14 unchanged`."""
+        outcomes = ("created", "updated", "unchanged")
+        totals = {name: sum(getattr(c, name) for c in self.counts.values()) for name in outcomes}
+        return ", ".join(f"{total} {name}" for name, total in totals.items())
+
+    def render(self) -> str:
+        """The command's output: one line per kind, then one per change."""
+        lines = [
+            f"{kind:<14} created {c.created:>3}  updated {c.updated:>3}  unchanged {c.unchanged:>3}"
+            for kind, c in self.counts.items()
+        ]
+        lines += self.changes or ("no changes",)
+        if self.dry_run:
+            lines.append("dry run: nothing was written")
+        return "\n".join(lines)
+
+
+@dataclass
+class _Tally:
+    counts: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0, 0] for k in KINDS})
+    changes: list[str] = field(default_factory=list)
+
+    def record(self, kind: str, label: str, created: bool, changed: list[str]) -> None:
+        if created:
+            self.counts[kind][0] += 1
+            self.changes.append(f"created {kind} {label}")
+        elif changed:
+            self.counts[kind][1] += 1
+            self.changes.append(f"updated {kind} {label}: {', '.join(changed)}")
+        else:
+            self.counts[kind][2] += 1
+
+    def report(self, *, dry_run: bool) -> ApplyReport:
+        counts = {kind: KindCounts(*numbers) for kind, numbers in self.counts.items()}
+        return ApplyReport(counts=counts, changes=tuple(self.changes), dry_run=dry_run)
+
+
+def vocabulary() -> Vocabulary:
+    """The enum values of the models, for the pure schema."""
+    return Vocabulary(
+        api_styles=routing.API_STYLES,
+        capabilities=routing.CAPABILITIES,
+        sovereignty_classes=routing.SOVEREIGNTY_CLASSES,
+        endpoint_statuses=routing.ENDPOINT_STATUSES,
+        virtual_strategies=routing.VIRTUAL_STRATEGIES,
+        residency_classes=tenancy.RESIDENCY_CLASSES,
+        routing_modes=tenancy.ROUTING_MODES,
+    )
+
+
+def apply_config(
+    data: Mapping[str, Any] | None, *, actor: str, environ: Mapping[str, str] = os.environ,
+    target: str = "", dry_run: bool = False,
+) -> ApplyReport:  # fmt: skip
+    """Validate `data` (parsed YAML), then create/update everything in one transaction.
+
+    Raises `config_fields.ConfigError` with every problem and writes nothing when the file
+    is invalid. With `dry_run` the writes run and are rolled back (no version bump, no
+    AdminEvent), so the report shows what would change.
+    """
+    with transaction.atomic():
+        config = parse_config(data, vocabulary=vocabulary(), existing=_existing(), environ=environ)
+        tally = _Tally()
+        _write(config, tally)
+        report = tally.report(dry_run=dry_run)
+        AdminEvent.objects.create(
+            actor=actor,
+            action=ACTION,
+            target=target[:TARGET_MAX_CHARS],
+            changes={"counts": report.as_dict(), "changes": list(report.changes)},
+        )
+        if dry_run:
+            transaction.set_rollback(True)
+    return report
+
+
+def _existing() -> Existing:
+    virtual = {
+        slug: tuple(t["model"] for t in targets if isinstance(t, dict) and "model" in t)
+        for slug, targets in VirtualModel.objects.values_list("slug", "targets")
+        if isinstance(targets, list)
+    }
+    return Existing(
+        providers=frozenset(Provider.objects.values_list("slug", flat=True)),
+        models=frozenset(CatalogModel.objects.values_list("slug", flat=True)),
+        virtual_models=virtual,
+    )
+
+
+def _upsert(
+    tally: _Tally, kind: str, label: str, row: models.Model | None,
+    factory: Callable[[], models.Model], values: Mapping[str, Any],
+    sealer: Callable[[Any], bool] | None = None,
+) -> Any:  # fmt: skip
+    """Create `row` (via `factory`) or update the fields of `values` that differ; save
+    only when something changed. `sealer` stores a secret and says whether it changed."""
+    created = row is None
+    if row is None:
+        row = factory()
+    changed = [name for name, value in values.items() if created or getattr(row, name) != value]
+    for name in changed:
+        setattr(row, name, values[name])
+    if sealer is not None and sealer(row):
+        changed.append("api_key")
+    if created or changed:
+        if hasattr(row, "updated_at"):
+            row.updated_at = timezone.now()  # VirtualModel's is not auto_now
+        row.save()
+    tally.record(kind, label, created, [] if created else changed)
+    return row
+
+
+def _sealer(
+    secret: Secret | None, aad: bytes, columns: tuple[str, str, str]
+) -> Callable[[models.Model], bool]:
+    """A `sealer` for `_upsert`: re-seal only when the stored key differs from `secret`."""
+    ciphertext_col, nonce_col, key_id_col = columns
+    keys = settings.SWITCHYARD_ENCRYPTION_KEYS
+
+    def store(row: models.Model) -> bool:
+        if secret is None:
+            return False
+        stored = getattr(row, ciphertext_col)
+        if stored:
+            sealed = Sealed(bytes(stored), bytes(getattr(row, nonce_col)), getattr(row, key_id_col))
+            try:
+                if unseal(sealed, aad, keys) == secret.plaintext:
+                    return False
+            except DecryptionError:
+                pass  # stored under a retired key or for another owner: replace it
+        fresh = seal(secret.plaintext, aad, keys)
+        setattr(row, ciphertext_col, fresh.ciphertext)
+        setattr(row, nonce_col, fresh.nonce)
+        setattr(row, key_id_col, fresh.key_id)
+        return True
+
+    return store
+
+
+def _columns(spec: Any, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A spec's fields as column values: tuples become JSON lists. Never for specs that
+    hold a `Secret`."""
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in asdict(spec).items()
+        if name not in exclude
+    }
+
+
+def _write(config: Config, tally: _Tally) -> None:
+    providers = Provider.objects.in_bulk([s.slug for s in config.providers], field_name="slug")
+    for spec in config.providers:
+        values = {"name": spec.name, "api_style": spec.api_style, "base_url": spec.base_url}
+        columns = ("credential_ciphertext", "credential_nonce", "credential_key_id")
+        sealer = _sealer(spec.api_key, owner_aad(None, spec.slug), columns)
+        row = providers.get(spec.slug)
+        _upsert(
+            tally, "provider", spec.slug, row, partial(Provider, slug=spec.slug), values, sealer
+        )
+
+    catalog = CatalogModel.objects.in_bulk([s.slug for s in config.models], field_name="slug")
+    for spec in config.models:
+        values = _columns(spec, exclude=("slug",))
+        factory = partial(CatalogModel, slug=spec.slug)
+        _upsert(tally, "model", spec.slug, catalog.get(spec.slug), factory, values)
+
+    provider_ids = dict(Provider.objects.values_list("slug", "pk"))
+    model_ids = dict(CatalogModel.objects.values_list("slug", "pk"))
+    endpoints = Endpoint.objects.in_bulk([s.id for s in config.endpoints])
+    for spec in config.endpoints:
+        values = _columns(spec, exclude=("id", "provider", "model"))
+        values.update(provider_id=provider_ids[spec.provider], model_id=model_ids[spec.model])
+        factory = partial(Endpoint, id=spec.id)
+        _upsert(tally, "endpoint", spec.id, endpoints.get(spec.id), factory, values)
+
+    slugs = [s.slug for s in config.virtual_models]
+    virtual = VirtualModel.objects.in_bulk(slugs, field_name="slug")
+    for spec in config.virtual_models:
+        values = _columns(spec, exclude=("slug",))
+        factory = partial(VirtualModel, slug=spec.slug)
+        _upsert(tally, "virtual_model", spec.slug, virtual.get(spec.slug), factory, values)
+
+    for workspace in config.workspaces:
+        _write_workspace(workspace, tally)
+
+
+def _write_workspace(spec: WorkspaceSpec, tally: _Tally) -> None:
+    values: dict[str, Any] = {"name": spec.name}
+    if spec.smart_routing is not None:
+        values["smart_routing"] = spec.smart_routing
+    if spec.auto_router is not None:
+        values["auto_router"] = spec.auto_router
+    row = Workspace.objects.filter(slug=spec.slug).first()
+    factory = partial(Workspace, slug=spec.slug)
+    workspace: Workspace = _upsert(tally, "workspace", spec.slug, row, factory, values)
+
+    if spec.policy is not None:
+        row = Policy.objects.filter(workspace=workspace).first()
+        factory = partial(Policy, workspace=workspace)
+        _upsert(tally, "policy", spec.slug, row, factory, _columns(spec.policy))
+
+    stored = {c.provider_slug: c for c in ProviderCredential.objects.filter(workspace=workspace)}
+    for cred in spec.credentials:
+        values = {
+            "allowed_models": list(cred.allowed_models),
+            "managed_fallback": cred.managed_fallback,
+        }
+        aad = owner_aad(spec.slug, cred.provider)
+        sealer = _sealer(cred.api_key, aad, ("ciphertext", "nonce", "key_id"))
+        factory = partial(ProviderCredential, workspace=workspace, provider_slug=cred.provider)
+        label = f"{spec.slug}/{cred.provider}"
+        _upsert(tally, "credential", label, stored.get(cred.provider), factory, values, sealer)
+
+    presets = {p.slug: p for p in Preset.objects.filter(workspace=workspace)}
+    for preset in spec.presets:
+        factory = partial(Preset, workspace=workspace, slug=preset.slug)
+        values = _columns(preset, exclude=("slug",))
+        label = f"{spec.slug}/{preset.slug}"
+        _upsert(tally, "preset", label, presets.get(preset.slug), factory, values)

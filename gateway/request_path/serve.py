@@ -1,0 +1,139 @@
+"""The request path, top to bottom, for every operation: `serve` strings the seven steps
+of ARCHITECTURE.md (the package docstring lists their modules). It reads the wall clock
+once, reads the process's state once (`request_state.read`), and is the one place that
+applies what the steps return as effects — which a dry run (explain) never does."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from django.http import HttpRequest, HttpResponseBase
+
+from gateway.errors import ApiError, render_error
+from gateway.request_path import parse
+from gateway.request_path.admit import Admission, admit
+from gateway.request_path.affinity import session_of
+from gateway.request_path.authenticate import authenticate
+from gateway.request_path.caller import Caller
+from gateway.request_path.decide import Plan
+from gateway.request_path.execute import execute_plan
+from gateway.request_path.operation import Finish, Operation, Served
+from gateway.request_path.record import RequestRecord, add_headers, cost_micros, finish
+from gateway.request_path.resolve import Resolved, resolve_request, route_seed
+from gateway.state import request_state
+from gateway.state.request_state import Effects, apply
+from routing.engine.types import RoutingRequest
+
+# Recorded for a request whose client hung up before the answer began (nginx's code).
+CLIENT_CLOSED_REQUEST = 499
+DEFERRED_RECORD_S = 0.5
+
+
+async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
+    now = time.time()  # the request's one reading of the wall clock
+    snap = await request_state.current_snapshot()
+    try:
+        caller = authenticate(request, snap, now)  # 1
+    except ApiError as error:
+        return render_error(error)
+    try:
+        body = parse.read_json(request, request_state.gateway_settings().max_body_bytes)
+    except ApiError as error:  # not even a body: nothing to trace
+        return add_headers(render_error(error), caller.trace_id, None)
+    record = RequestRecord(operation=operation.name)
+    try:
+        response = await _steps(request, operation, caller, record, body)
+    except ApiError as error:
+        if not operation.dry_run:  # a dry run records nothing, not even its failure (D-21)
+            apply(finish(caller, record, status=error.status, error_code=error.code))
+        return add_headers(render_error(error), caller.trace_id, record)
+    except asyncio.CancelledError:
+        # The client hung up before the answer began (the server cancels the view); the
+        # executor has closed the upstream call. The trace says so, then the cancel goes on.
+        if not operation.dry_run:
+            # Recorded a moment later: when thousands of clients hang up at once, every
+            # upstream connection is closed first, the bookkeeping follows (bench/flood.py).
+            asyncio.get_running_loop().call_later(
+                DEFERRED_RECORD_S, lambda: apply(finish(
+                    caller, record, status=CLIENT_CLOSED_REQUEST,
+                    error_code="client_disconnected"))
+            )  # fmt: skip
+        raise
+    return add_headers(response, caller.trace_id, record)
+
+
+async def _steps(
+    request: HttpRequest,
+    operation: Operation,
+    caller: Caller,
+    record: RequestRecord,
+    body: dict[str, Any],
+) -> HttpResponseBase:
+    parsed = operation.parse(body)  # 2
+    record.stream = parsed.stream
+    state = request_state.read(caller.started_at)
+    effects = Effects()
+    ask = None if operation.dry_run else child_request
+    resolved = await resolve_request(  # 3
+        caller, parsed.body, request.headers, state, effects,
+        operation=operation.routes_as, smart=operation.smart, ask=ask,
+    )  # fmt: skip
+    record.requested_model = resolved.routing.requested_model
+    record.routing, record.tier, record.auto = resolved.routing, resolved.tier, resolved.auto
+    record.session = resolved.session
+    plan = Plan(caller, resolved, state)  # 4
+    if operation.dry_run:
+        return operation.render(Served(caller, record, parsed, resolved, plan, None, None))
+    apply(effects)
+    apply(plan.effects)
+    admission = admit(caller, resolved)  # 5
+    outcome = await execute_plan(  # 6
+        caller, record, plan, resolved.body, stream=parsed.stream, apply=apply
+    )
+    done = _recorder(caller, record, admission)  # 7, when the answer is complete
+    return operation.render(Served(caller, record, parsed, resolved, plan, outcome, done))
+
+
+def _recorder(caller: Caller, record: RequestRecord, admission: Admission) -> Finish:
+    def done(**outcome: Any) -> None:
+        admission.settle(cost_micros(outcome.get("usage"), outcome.get("target")))
+        apply(finish(caller, record, **outcome))
+
+    return cast(Finish, done)
+
+
+async def child_request(
+    child: Caller,
+    body: dict[str, Any],
+    routing: Callable[[], RoutingRequest],
+    timeout_s: float,
+    judge: Callable[[dict[str, Any]], str],
+) -> str:
+    """A request the gateway makes itself (the auto router's classifier call) through the
+    same decide → execute → record steps, with its own trace and none of the client's
+    headers; returns its error code ("" when `judge` accepts the answer)."""
+    record = RequestRecord(operation="chat.completions")
+    status, target, usage, error_code = 200, None, None, ""
+    try:
+        record.routing = child_routing = routing()
+        state = request_state.read(child.now())
+        session = session_of(child, {}, body, child_routing, state)
+        record.session = session
+        resolved = Resolved(body, child_routing, route_seed(child, {}), session=session)
+        plan = Plan(child, resolved, state)
+        apply(plan.effects)
+        outcome = await asyncio.wait_for(
+            execute_plan(child, record, plan, body, stream=False, apply=apply), timeout=timeout_s
+        )
+        target, response = outcome.target, outcome.response or {}
+        usage = response.get("usage")
+        error_code = judge(response)
+    except TimeoutError:
+        status, error_code = 504, "classifier_timeout"
+    except ApiError as error:
+        status, error_code = error.status, error.code
+    apply(finish(child, record, status=status, target=target, usage=usage, error_code=error_code))
+    return error_code

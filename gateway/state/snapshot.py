@@ -1,0 +1,121 @@
+"""The request path's view of configuration: one immutable `Snapshot` per worker, and what
+keeps it current.
+
+Loading (gateway/state/snapshot_load.py) reads every table the request path needs once;
+after that a request touches no database. Every configuration write bumps `ConfigVersion`
+(a signal receiver does it on commit, so admin edits, `apply` and services alike
+invalidate); each worker checks the stamp at most every `snapshot_poll_s` in the background
+and swaps in a new snapshot when it changed. A request never waits for that check: it uses
+the snapshot it has. The snapshot's value types (gateway/state/snapshot_types.py) and
+`load_snapshot` are re-exported here, where callers have always imported them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from django.db import models, transaction
+from django.db.models import F
+from django.db.models.signals import m2m_changed, post_delete, post_save
+
+from gateway.models import ConfigVersion
+from gateway.state.db_thread import in_db_thread
+from gateway.state.snapshot_load import load_snapshot, read_version
+from gateway.state.snapshot_types import (
+    CredentialEntry,
+    KeyEntry,
+    ModelEntry,
+    ProviderEntry,
+    Snapshot,
+    VirtualEntry,
+    WorkspaceEntry,
+)
+from routing.models import Endpoint, Model, Provider, VirtualModel
+from workspaces.models import ApiKey, Policy, ProviderCredential, Workspace
+
+__all__ = [
+    "CONFIG_MODELS", "CredentialEntry", "KeyEntry", "ModelEntry", "ProviderEntry", "Snapshot",
+    "SnapshotHolder", "VirtualEntry", "WorkspaceEntry", "bump_version",
+    "connect_invalidation_signals", "load_snapshot",
+]  # fmt: skip
+
+log = logging.getLogger(__name__)
+
+CONFIG_MODELS: tuple[type[models.Model], ...] = (
+    Workspace, ApiKey, ProviderCredential, Policy, Provider, Model, Endpoint, VirtualModel,
+)  # fmt: skip
+
+
+def _hint_if_tiers_idle(snapshot: Snapshot) -> None:
+    if not any(ws.tiers for ws in snapshot.workspaces.values()):
+        log.info(
+            "smart tier routing is idle: no workspace configures tiered aliases "
+            "(smart_routing.aliases, docs/smart-routing.md)"
+        )
+
+
+class SnapshotHolder:
+    """Per-process holder: `await current()` returns a snapshot, reloading in the
+    background when the version stamp moved (stale-while-revalidate)."""
+
+    def __init__(self, poll_s: float) -> None:
+        self.poll_s = poll_s
+        self._snapshot: Snapshot | None = None
+        self._checked_at = 0.0
+        self._refresh: asyncio.Task[None] | None = None
+        self._first_load = asyncio.Lock()
+
+    async def current(self) -> Snapshot:
+        snapshot = self._snapshot
+        if snapshot is None:
+            async with self._first_load:
+                if self._snapshot is None:
+                    self._snapshot = await in_db_thread(load_snapshot)()
+                    self._checked_at = time.monotonic()
+                    log.info("configuration snapshot loaded at version %s", self._snapshot.version)
+                    _hint_if_tiers_idle(self._snapshot)
+            return self._snapshot
+        if time.monotonic() - self._checked_at > self.poll_s and self._refresh is None:
+            self._checked_at = time.monotonic()
+            self._refresh = asyncio.create_task(self._check())
+        return snapshot
+
+    async def reload(self) -> Snapshot:
+        self._snapshot = await in_db_thread(load_snapshot)()
+        self._checked_at = time.monotonic()
+        return self._snapshot
+
+    async def _check(self) -> None:
+        try:
+            version = await in_db_thread(read_version)()
+            if self._snapshot is None or version != self._snapshot.version:
+                self._snapshot = await in_db_thread(load_snapshot)()
+                log.info("configuration snapshot reloaded at version %s", version)
+        except Exception:  # keep serving the old snapshot; try again next poll
+            log.exception("configuration snapshot check failed")
+        finally:
+            self._refresh = None
+
+
+def bump_version() -> None:
+    """Mark configuration changed; call inside the writing transaction."""
+    updated = ConfigVersion.objects.filter(pk=1).update(version=F("version") + 1)
+    if not updated:
+        ConfigVersion.objects.get_or_create(pk=1, defaults={"version": 1})
+
+
+def _on_config_change(sender: type[models.Model], **kwargs: object) -> None:
+    if kwargs.get("raw"):
+        return  # fixture loading
+    transaction.on_commit(bump_version)
+
+
+def connect_invalidation_signals() -> None:
+    for model in CONFIG_MODELS:
+        post_save.connect(_on_config_change, sender=model, dispatch_uid=f"snap-save-{model}")
+        post_delete.connect(_on_config_change, sender=model, dispatch_uid=f"snap-del-{model}")
+    m2m_changed.connect(
+        _on_config_change, sender=ProviderCredential.api_keys.through, dispatch_uid="snap-m2m"
+    )
