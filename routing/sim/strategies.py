@@ -1,7 +1,8 @@
 """The strategies the simulator compares, composed from the real routing code the way the
-gateway composes them (gateway/api/plan.py `model_chain`, `_adaptive_order`,
-`decide_model`, `keep_session_pin` and pipeline.py `route_and_execute`, restated here
-because those modules import Django; keep them in step).
+gateway composes them: the model chain is the engine's own (routing/engine/chain.py);
+`decide_model` and the failover loop restate gateway/request_path/decide.py `Plan.decide`
+and execute.py `execute_plan` without the affinity counters and upstream I/O (keep them
+in step).
 
 The same four providers are configured in one of two shapes, as an operator would:
 - `balanced`, `price`: one model with four provider endpoints. `decide` orders them by the
@@ -22,14 +23,15 @@ import random
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from routing.adaptive import adaptive_order
-from routing.affinity import keep_session
-from routing.decide import decide
-from routing.scoring import blended_price, inverse_square_price
+from routing.engine.adaptive import MIN_WEIGHT_FRACTION
+from routing.engine.affinity.keeping import keep_session
+from routing.engine.chain import Catalog as ChainCatalog
+from routing.engine.chain import TargetPins, model_chain
+from routing.engine.decide import decide
+from routing.engine.scoring import blended_price, inverse_square_price
+from routing.engine.types import EndpointInfo, LiveState, Mode, PolicyView, RoutingRequest
 from routing.sim.providers import Provider, endpoint_of
 from routing.sim.state import GatewayState, pin_key
-from routing.types import EndpointInfo, LiveState, Mode, PolicyView, RoutingRequest
-from routing.virtual import arrange_targets, order_targets
 
 MODEL = "sim/chat"  # the model of the provider-mode shape
 VIRTUAL_MODEL = "sim/virtual"  # the alias of the virtual-model shape
@@ -38,6 +40,17 @@ MODEL_MODES = {"balanced": Mode.BALANCED, "price": Mode.PRICE}
 VIRTUAL_STRATEGIES = ("round_robin", "weighted_random", "cost", "adaptive")
 STRATEGIES = (*VIRTUAL_STRATEGIES, *MODEL_MODES)
 POLICY = PolicyView()
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualModel:
+    """The simulated virtual model, as the gateway's snapshot holds one."""
+
+    slug: str
+    strategy: str
+    targets: tuple[tuple[str, float], ...]
+    objective: str = "balanced"
+    min_weight_fraction: float = MIN_WEIGHT_FRACTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +116,11 @@ class Router:
             (slug, inverse_square_price(price) if strategy == "weighted_random" else 1.0)
             for slug, price in self.price.items()
         )
+        virtual = VirtualModel(VIRTUAL_MODEL, strategy, self.targets)
+        self.chain_catalog = ChainCatalog(
+            virtual={VIRTUAL_MODEL: virtual},
+            endpoints={slug: (e,) for slug, e in catalog.target_endpoint.items()},
+        )
 
     def plan(self, session: str | None, now_s: float) -> Plan:
         if self.strategy in MODEL_MODES:
@@ -110,50 +128,23 @@ class Router:
         return Plan(self, session, deque(self._order_targets(session, now_s)))
 
     def _order_targets(self, session: str | None, now_s: float) -> tuple[str, ...]:
-        """As plan.py `_Expansion.expand`: a target is cooling or unhealthy when all its
-        endpoints are; the session's kept and warm targets come from its pins."""
-        live = self.state.live.state(now_s)
-        cooling_endpoints = self.state.cooldowns.cooling(now_s)
-        cooling = frozenset(
-            slug for slug, e in self.catalog.target_endpoint.items() if e.id in cooling_endpoints
-        )
-        unhealthy = frozenset(
-            slug for slug, e in self.catalog.target_endpoint.items() if e.id in live.unhealthy
-        )
+        """The gateway's own model chain (routing/engine/chain.py) over the virtual model,
+        with the session's kept and warm targets from its pins."""
         key = pin_key(session, VIRTUAL_MODEL) if session is not None else None
         kept = self.state.pins.get(key, now_s) if key is not None else None
-        if self.strategy == "adaptive":
-            warm = self.state.warm.get(key, now_s) if key is not None else None
-            ordered = self._adaptive_order(live, cooling, warm)
-        else:
-            counter = self.state.round_robin
-            self.state.round_robin += 1
-            ordered = order_targets(
-                self.strategy, self.targets, cheapest_price=self.price, rng=self.rng,
-                counter=counter,
-            )  # fmt: skip
-        arranged, _outcome = arrange_targets(
-            ordered, cooling=cooling, unhealthy=unhealthy, pinned=kept
+        warm = self.state.warm.get(key, now_s) if key is not None else None
+        pins = TargetPins(
+            kept={VIRTUAL_MODEL: kept} if kept else {},
+            warm={VIRTUAL_MODEL: warm} if warm and self.strategy == "adaptive" else {},
         )
-        return arranged
-
-    def _adaptive_order(
-        self, live: LiveState, cooling: frozenset[str], warm: str | None
-    ) -> tuple[str, ...]:
-        """As plan.py: a target's error rate is its endpoints' mean."""
-        error_rate: dict[str, float] = {}
-        for slug, endpoint in self.catalog.target_endpoint.items():
-            stats = live.stats.get(endpoint.id)
-            error_rate[slug] = (stats.error_rate or 0.0) if stats is not None else 0.0
-        return adaptive_order(
-            self.targets,
-            state=self.state.adaptive,
-            price=self.price,
-            error_rate=error_rate,
-            cooling=cooling,
-            rng=self.rng,
-            warm=warm,
-        )
+        live = replace(self.state.live.state(now_s), cooling=self.state.cooldowns.cooling(now_s))
+        chain = model_chain(
+            replace(self.requests[MODEL], model=VIRTUAL_MODEL), self.chain_catalog, live=live,
+            adaptive=self.state.adaptive, round_robin={VIRTUAL_MODEL: self.state.round_robin},
+            rng=self.rng, pins=pins,
+        )  # fmt: skip
+        self.state.round_robin += len(chain.turns)
+        return tuple(m for m in chain.models if m is not None)
 
     def decide_model(self, model: str, session: str | None, now_s: float) -> list[EndpointInfo]:
         """decide_model + keep_session_pin + the attempt-list cut of the gateway."""
