@@ -9,11 +9,13 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from routing.engine.virtual import STRATEGIES
+
 API_STYLES = ("openai", "anthropic")
 CAPABILITIES = ("text", "vision", "tools", "embedding", "speech", "rerank")
 SOVEREIGNTY_CLASSES = ("eu-owned", "eu-hosted", "any")
 ENDPOINT_STATUSES = ("active", "degraded", "disabled", "catalog_only")
-VIRTUAL_STRATEGIES = ("round_robin", "cost", "weighted_random", "adaptive")
+VIRTUAL_STRATEGIES = STRATEGIES  # the engine's (routing/engine/virtual.py), one list
 
 
 def _choices(values: tuple[str, ...]) -> list[tuple[str, str]]:

@@ -39,6 +39,7 @@ from gateway.config.types import (
     Vocabulary,
 )
 from gateway.config.workspaces import parse_workspaces
+from routing.engine.adaptive import OBJECTIVES
 
 __all__ = ["ConfigError", "Existing", "Vocabulary", "parse_config"]
 
@@ -53,7 +54,7 @@ ENDPOINT_KEYS = (
     "sovereignty_class", "partner", "timeouts",
 )  # fmt: skip
 VIRTUAL_MODEL_KEYS = ("slug", "strategy", "targets", "objective", "min_weight_fraction")
-ADAPTIVE_OBJECTIVES = ("balanced", "cost", "latency")  # SPEC R-EXE-5
+ADAPTIVE_OBJECTIVES = OBJECTIVES  # SPEC R-EXE-5, the engine's list
 DEFAULT_CONTEXT_WINDOW = 8192  # the Model column's default
 SLUG_HINT = "a slug (letters, digits, '-' and '_')"
 NAME_HINT = "a name (letters, digits and . _ : / -, starting with a letter or digit)"

@@ -31,6 +31,7 @@ UNMEASURED_MS = 100.0  # estimate of a target with no sample yet
 MIN_WEIGHT_FRACTION = 0.05  # GM default
 WARM_CACHE_WEIGHT = 8.0  # GM default: the target that last served the session weighs ×8 …
 WARM_CACHE_TTL_S = 600.0  # … for 10 minutes (R-EXE-6)
+OBJECTIVES = ("balanced", "cost", "latency")  # how price enters a target's weight (R-EXE-5)
 
 
 @dataclass(slots=True)
