@@ -17,7 +17,7 @@ from functools import wraps
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,3 +36,9 @@ def in_db_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         return func(*args, **kwargs)
 
     return sync_to_async(checked, thread_sensitive=False, executor=_EXECUTOR)
+
+
+def close_connections() -> None:
+    """Close the database thread's connections now (tests that drop their database after
+    serving requests in-process; otherwise they stay open until the thread ends)."""
+    _EXECUTOR.submit(connections.close_all).result()

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from fakeupstream.process import running_fake_upstream
 from gateway.state import runtime
+from gateway.state.db_thread import close_connections
 from routing.models import Endpoint, Model, Provider, VirtualModel
 from workspaces.models import Policy, Workspace
 from workspaces.secrets import owner_aad, seal
@@ -54,3 +55,4 @@ def in_process_gateway(settings) -> Iterator[str]:  # type: ignore[no-untyped-de
             yield create_api_key(workspace, actor="test").plaintext
         finally:
             runtime.reset()
+            close_connections()  # or PostgreSQL cannot drop the test database after
