@@ -106,14 +106,16 @@ class Effects:
         self.samples.append((metric, labels, value))
 
 
+_PIN_STORES = {"session": runtime.session_pins, "cache": runtime.cache_pins,
+               "warm": runtime.warm_targets}  # fmt: skip
+
+
 def apply(effects: Effects) -> None:
     """Make a step's effects real (never called for a dry run)."""
     if effects.turns:
         runtime.take_round_robin_turns(effects.turns)
-    stores = {"session": runtime.session_pins, "cache": runtime.cache_pins,
-              "warm": runtime.warm_targets}  # fmt: skip
     for pin in effects.pins:
-        stores[pin.store]().pin(pin.key, pin.value, pin.now, ttl_s=pin.ttl_s)
+        _PIN_STORES[pin.store]().pin(pin.key, pin.value, pin.now, ttl_s=pin.ttl_s)
     for tier_pin in effects.tier_pins:
         pins = runtime.tier_pins()
         if tier_pin.action == "pin_hard":

@@ -1,0 +1,136 @@
+"""Instructions per chat request, counted by valgrind's callgrind: an A/B that CPU steal
+cannot blur (docs/performance.md). `make bench` measures throughput and latency, which on
+this shared machine move by up to 40 % between runs of the same code; an instruction count
+moves by well under 1 %.
+
+`python -m bench.instructions [--tree DIR] [--requests N]` serves chat requests in one
+process (Django's AsyncClient → the gateway's request path → a fake upstream in its own,
+uncounted, process), once with N and once with 4N requests after the same warm-up, and
+prints (count(4N) − count(N)) / 3N: the cost of one warm request, set-up excluded. `--tree`
+runs it against another checkout (its own `.venv`), such as the commit an A/B compares
+with; the imports below also find the modules of checkouts before the 2026-12 layout.
+Needs `valgrind` (Debian package); takes about two minutes per tree at N=100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+
+WARM_UP = 50  # requests before counting: snapshot loaded, pools and caches warm
+MODEL = "acme/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1])
+    parser.add_argument("--requests", type=int, default=100)
+    args = parser.parse_args()
+    counts = [_counted(args.tree, n) for n in (args.requests, 4 * args.requests)]
+    per_request = (counts[1] - counts[0]) / (3 * args.requests)
+    print(f"{args.tree}: {per_request / 1e6:.3f} M instructions per chat request")
+
+
+def _counted(tree: Path, requests: int) -> int:
+    """Instructions of one process serving WARM_UP + `requests` requests."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "callgrind.out"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   str(tree / ".venv/bin/python"), __file__, "--serve", str(requests)]  # fmt: skip
+        result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True)
+    match = re.search(r"Collected : (\d+)", result.stderr)
+    if match is None:
+        raise RuntimeError(f"callgrind printed no count:\n{result.stderr[-2000:]}")
+    return int(match.group(1))
+
+
+def _serve(requests: int) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()
+    name = connection.creation.create_test_db(verbosity=0, keepdb=False)
+    try:
+        with contextlib.ExitStack() as stack:
+            asyncio.run(_requests(_catalog(stack), requests))
+    finally:
+        connection.creation.destroy_test_db(name, verbosity=0)
+
+
+def _catalog(stack: contextlib.ExitStack) -> str:
+    """A provider on a fake upstream (closed with `stack`), one model, one workspace; the
+    workspace key."""
+    from django.conf import settings
+
+    try:
+        from fakeupstream.process import running_fake_upstream
+        from gateway.state import runtime
+    except ImportError:  # a checkout before the 2026-12 layout
+        from gateway.fakeupstream.process import running_fake_upstream  # type: ignore[no-redef]
+
+        from gateway import runtime  # type: ignore[no-redef]
+    from routing.models import Endpoint, Model, Provider
+    from workspaces.models import Policy, Workspace
+    from workspaces.secrets import owner_aad, seal
+    from workspaces.services import create_api_key
+
+    settings.GATEWAY = dataclasses.replace(
+        settings.GATEWAY, snapshot_poll_s=3600, trace_flush_s=3600
+    )
+    runtime.reset()
+    upstream = stack.enter_context(running_fake_upstream("fast", api_key="k"))
+    sealed = seal("k", owner_aad(None, "p"), settings.SWITCHYARD_ENCRYPTION_KEYS)
+    provider = Provider.objects.create(
+        slug="p", name="p", base_url=upstream.base_url, credential_ciphertext=sealed.ciphertext,
+        credential_nonce=sealed.nonce, credential_key_id=sealed.key_id,
+    )  # fmt: skip
+    model = Model.objects.create(slug=MODEL, capabilities=["text"])
+    Endpoint.objects.create(
+        id="e", provider=provider, model=model, upstream_model="up", region="r",
+        price_input=Decimal(1), price_output=Decimal(1),
+    )  # fmt: skip
+    workspace = Workspace.objects.create(slug="w", name="w")
+    Policy.objects.create(workspace=workspace)
+    return create_api_key(workspace, actor="bench").plaintext
+
+
+async def _requests(key: str, requests: int) -> None:
+    import orjson
+    from django.test import AsyncClient
+
+    try:
+        from gateway.upstream.client import close_client
+    except ImportError:  # a checkout before the 2026-12 layout
+        from gateway.upstream_client import close_client  # type: ignore[no-redef]
+    client = AsyncClient()
+    body = orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
+    auth = {"Authorization": f"Bearer {key}"}
+    try:
+        for _ in range(WARM_UP + requests):
+            response = await client.post(
+                "/v1/chat/completions", body, content_type="application/json", headers=auth
+            )
+            if response.status_code != 200:
+                raise RuntimeError(response.content)
+    finally:
+        await close_client()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
+        _serve(int(sys.argv[2]))
+    else:
+        main()
