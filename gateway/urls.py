@@ -1,4 +1,5 @@
-"""URL map: the OpenAI-compatible /v1 API, health, metrics and the admin console.
+"""URL map: the OpenAI-compatible /v1 API with Anthropic's Messages API beside it, health,
+metrics and the admin console.
 
 No `handler404`: an unknown path, like a wrong method, gets Django's own error response,
 which `gateway.middleware` turns into the API's JSON envelope (the console keeps its HTML).
@@ -18,6 +19,8 @@ urlpatterns = [
     path("v1/chat/completions", views.chat_completions),
     path("v1/responses", views.responses),
     path("v1/embeddings", views.embeddings),
+    path("v1/messages", views.messages),
+    path("v1/messages/count_tokens", views.count_tokens),
     path("v1/models", views.models),
     path("v1/models/<path:model_id>", views.model_detail),
     path("v1/traces/<str:trace_id>", views.trace_detail),

@@ -21,11 +21,18 @@ from audit.models import RequestTrace
 from gateway.api.chat import CHAT
 from gateway.api.embeddings import EMBEDDINGS
 from gateway.api.explain import EXPLAIN
+from gateway.api.messages import (
+    MESSAGES,
+    anthropic_model_list,
+    count_message_tokens,
+    render_anthropic_error,
+)
 from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
 from gateway.errors import ApiError, render_error
-from gateway.request_path.authenticate import authenticate_key
+from gateway.request_path.authenticate import authenticate, authenticate_key
+from gateway.request_path.parse import read_json
 from gateway.request_path.serve import serve
 from gateway.state import request_state
 from gateway.state.db_thread import in_db_thread
@@ -42,6 +49,26 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
 @require_POST
 async def responses(request: HttpRequest) -> HttpResponseBase:
     return await serve(request, RESPONSES)
+
+
+@csrf_exempt
+@require_POST
+async def messages(request: HttpRequest) -> HttpResponseBase:
+    return await serve(request, MESSAGES)
+
+
+@csrf_exempt
+@require_POST
+async def count_tokens(request: HttpRequest) -> HttpResponseBase:
+    """`POST /v1/messages/count_tokens` (SPEC R-API-9), estimated locally."""
+    snap = await request_state.current_snapshot()
+    try:
+        caller = authenticate(request, snap, time.time())
+        body = read_json(request, request_state.gateway_settings().max_body_bytes)
+        tokens = count_message_tokens(caller, body, request.headers)
+    except ApiError as error:
+        return render_anthropic_error(error)
+    return json_response({"input_tokens": tokens})
 
 
 @csrf_exempt
@@ -77,7 +104,10 @@ async def models(request: HttpRequest) -> HttpResponseBase:
         _key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
         return render_error(error)
-    return json_response({"object": "list", "data": list_models(snap, workspace)})
+    listed = list_models(snap, workspace)
+    if "anthropic-version" in request.headers:  # the Anthropic SDK's list (SPEC R-API-9)
+        return json_response(anthropic_model_list(listed))
+    return json_response({"object": "list", "data": listed})
 
 
 @require_GET

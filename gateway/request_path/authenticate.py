@@ -18,22 +18,24 @@ def _invalid_key() -> ApiError:
 
 
 def presented_key(request: HttpRequest) -> str:
-    """The workspace key the client sent (no check): a secret upstream text must not echo."""
+    """The workspace key the client sent (no check): `Authorization: Bearer`, else
+    `x-api-key` (Anthropic's SDK and Claude Code send either, SPEC R-API-9)."""
     scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
-    return raw.strip() if scheme.lower() == "bearer" else ""
+    if scheme.lower() == "bearer" and raw.strip():
+        return raw.strip()
+    return request.headers.get("x-api-key", "").strip()
 
 
 def authenticate_key(
     request: HttpRequest, snap: Snapshot, now: float
 ) -> tuple[KeyEntry, WorkspaceEntry]:
     """The key and its workspace, or the 401 (the model listing uses this alone)."""
-    header = request.headers.get("Authorization", "")
-    scheme, _, raw = header.partition(" ")
-    if scheme.lower() != "bearer" or not raw:
+    raw = presented_key(request)
+    if not raw:
         raise ApiError(
             401, "Missing API key: send `Authorization: Bearer <key>`.", code="invalid_api_key"
         )
-    parts = split_key(raw.strip())
+    parts = split_key(raw)
     if parts is None:
         raise _invalid_key()
     lookup_id, secret = parts

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from django.http import HttpResponseBase
 
+from gateway.errors import ApiError, render_error
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan
 from gateway.request_path.record import RequestRecord
@@ -60,6 +61,7 @@ class Operation:
     name: str  # as traced: chat.completions | responses | embeddings | routing.explain
     parse: Callable[[dict[str, Any]], Parsed]
     render: Callable[[Served], HttpResponseBase]
+    render_error: Callable[[ApiError], HttpResponseBase] = render_error  # the API's envelope
     routes_as: str = "chat"  # the engine's operation (chat | embeddings)
     smart: bool = True  # smart tiers and the auto router apply
     dry_run: bool = False  # decide and stop: no upstream call, no effect applied (D-21)

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponseBase
 
-from gateway.errors import ApiError, render_error
+from gateway.errors import ApiError
 from gateway.request_path import parse
 from gateway.request_path.admit import Admission, admit
 from gateway.request_path.affinity import session_of
@@ -38,18 +38,18 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
     try:
         caller = authenticate(request, snap, now)  # 1
     except ApiError as error:
-        return render_error(error)
+        return operation.render_error(error)
     try:
         body = parse.read_json(request, request_state.gateway_settings().max_body_bytes)
     except ApiError as error:  # not even a body: nothing to trace
-        return add_headers(render_error(error), caller.trace_id, None)
+        return add_headers(operation.render_error(error), caller.trace_id, None)
     record = RequestRecord(operation=operation.name)
     try:
         response = await _steps(request, operation, caller, record, body)
     except ApiError as error:
         if not operation.dry_run:  # a dry run records nothing, not even its failure (D-21)
             apply(finish(caller, record, status=error.status, error_code=error.code))
-        return add_headers(render_error(error), caller.trace_id, record)
+        return add_headers(operation.render_error(error), caller.trace_id, record)
     except asyncio.CancelledError:
         # The client hung up before the answer began (the server cancels the view); the
         # executor has closed the upstream call. The trace says so, then the cancel goes on.

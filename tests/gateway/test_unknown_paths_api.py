@@ -9,8 +9,8 @@ import pytest
 pytestmark = pytest.mark.live
 
 UNKNOWN_PATHS = [
-    ("POST", "/v1/messages"),
-    ("GET", "/v1/messages"),
+    ("POST", "/v1/assistants"),
+    ("GET", "/v1/batches"),
     ("POST", "/v1/completions"),
     ("GET", "/v1/model/x"),  # /v1/models/{id} is a route: a missing id is model_not_found
     ("GET", "/v1/models/"),
@@ -26,6 +26,8 @@ WRONG_METHODS = [
     ("PUT", "/v1/responses", "POST"),
     ("GET", "/v1/embeddings", "POST"),
     ("GET", "/v1/routing/explain", "POST"),
+    ("GET", "/v1/messages", "POST"),
+    ("GET", "/v1/messages/count_tokens", "POST"),
     ("DELETE", "/v1/models", "GET"),
     ("POST", "/v1/models", "GET"),
     ("POST", "/health", "GET"),
@@ -114,7 +116,7 @@ def test_wrong_method_is_a_json_405_naming_the_allowed_methods(
 def test_an_unknown_path_keeps_the_callers_request_id_and_calls_no_upstream(fresh_live):
     # when
     headers = {**_headers(fresh_live, "valid key"), "X-Request-Id": "client-req.42"}
-    response = _call(fresh_live, "POST", "/v1/messages", headers)
+    response = _call(fresh_live, "POST", "/v1/assistants", headers)
     # then
     assert response.status_code == 404
     assert response.headers["x-request-id"] == "client-req.42"
