@@ -12,12 +12,9 @@ the counts, cumulative as Anthropic's are.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from gateway.api.messages_response import (
     anthropic_usage,
@@ -25,7 +22,8 @@ from gateway.api.messages_response import (
     stop_reason_for,
     tool_use_id,
 )
-from gateway.upstream.streaming import SSEParser, frame_json
+from gateway.api.reshape import reshape
+from gateway.upstream.streaming import frame_json
 
 # The type of the `error` event for a chat stream that broke after it began: the chat
 # relay's error frame is the gateway's (an upstream failed mid-answer), a server failure.
@@ -178,35 +176,6 @@ class MessagesStream:
 
 
 async def translate(frames: AsyncIterator[bytes], stream: MessagesStream) -> AsyncIterator[bytes]:
-    """Chat SSE bytes in, Anthropic SSE bytes out. `[DONE]` closes the message; an error
-    frame, or chat frames that end without `[DONE]`, end it with an `error` event. The chat
-    frames are read to their end (so the relay records its outcome as it ends) and closed
-    with this generator when the client leaves. A frame that is not a JSON object carries
-    nothing to translate and is skipped."""
-    parser = SSEParser()
-    yield b"".join(stream.opening())
-    ended = False
-    async with contextlib.aclosing(frames):  # type: ignore[type-var]
-        async for chunk in frames:
-            for event in parser.feed(chunk):
-                if ended:
-                    continue
-                if event.is_done:
-                    ended = True
-                    yield b"".join(stream.closing())
-                    continue
-                try:
-                    payload = orjson.loads(event.data)
-                except orjson.JSONDecodeError:
-                    continue
-                if not isinstance(payload, dict):
-                    continue
-                if "error" in payload:
-                    ended = True
-                    yield stream.error(payload)
-                    continue
-                translated = stream.feed(payload)
-                if translated:
-                    yield b"".join(translated)
-    if not ended:
-        yield stream.error({})
+    """Chat SSE bytes in, this API's SSE bytes out (gateway/api/reshape.py)."""
+    async for frame in reshape(frames, stream):
+        yield frame

@@ -13,14 +13,12 @@ the whole output. Also the shared pieces of a `response` object (usage, final st
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from gateway.upstream.streaming import SSEParser, frame_json
+from gateway.api.reshape import reshape
+from gateway.upstream.streaming import frame_json
 
 # Chat finish reasons that end a response early, with the Responses API's reason for it.
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -221,29 +219,6 @@ class ResponsesStream:
 
 
 async def translate(frames: AsyncIterator[bytes], stream: ResponsesStream) -> AsyncIterator[bytes]:
-    """Chat SSE bytes in, Responses SSE bytes out. An error event ends the stream as an
-    `error` event; `[DONE]` becomes `response.completed`. The chat frames are read to
-    their end (so the relay records its outcome as it ends) and closed with this
-    generator when the client leaves."""
-    parser = SSEParser()
-    for frame in stream.opening():
+    """Chat SSE bytes in, this API's SSE bytes out (gateway/api/reshape.py)."""
+    async for frame in reshape(frames, stream):
         yield frame
-    ended = False
-    async with contextlib.aclosing(frames):  # type: ignore[type-var]
-        async for chunk in frames:
-            for event in parser.feed(chunk):
-                if ended:
-                    continue
-                if event.is_done:
-                    ended = True
-                    for frame in stream.closing():
-                        yield frame
-                    continue
-                payload = orjson.loads(event.data)
-                if "error" in payload:
-                    ended = True
-                    yield stream.error(payload)
-                    continue
-                translated = stream.feed(payload)
-                if translated:
-                    yield b"".join(translated)
