@@ -31,6 +31,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     parser.add_argument("--workers", type=int, default=2, help="gateway workers (2)")
     parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER)
     parser.add_argument("--transport", choices=("aiohttp", "httpx"), default="aiohttp")
+    parser.add_argument("--no-messages", action="store_true",
+                        help="skip the Anthropic Messages path (/v1/messages)")  # fmt: skip
     args = parser.parse_args(argv)
     duration_s = args.duration or (QUICK_DURATION_S if args.quick else FULL_DURATION_S)
     if not 0 < duration_s <= MAX_DURATION_S or not 0 <= args.warmup <= MAX_DURATION_S:
@@ -42,6 +44,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         warmup_s=args.warmup,
         concurrencies=QUICK_CONCURRENCIES if args.quick else FULL_CONCURRENCIES,
         gateway=GatewayOptions(args.workers, args.server, args.transport),
+        messages=not args.no_messages,
     )
 
 

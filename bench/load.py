@@ -1,4 +1,5 @@
-"""The load generator: N closed-loop clients posting chat completions for a fixed window.
+"""The load generator: N closed-loop clients posting chat completions (or Anthropic
+messages, `Target.api`) for a fixed window.
 
 It shares two cores with the servers it measures, so every request costs as little
 Python as possible: one aiohttp session and connector per run, the body encoded once,
@@ -31,15 +32,23 @@ MAX_ERROR_SAMPLES = 5
 # Enough trailing bytes to hold `data: [DONE]` plus its blank-line terminator.
 TAIL_BYTES = 32
 DONE_LINE = b"data: [DONE]"
+# How an Anthropic Messages stream ends (gateway/api/messages_stream.py).
+MESSAGE_STOP_LINE = b'data: {"type":"message_stop"}'
+ANTHROPIC_VERSION = "2023-06-01"
+# Every reply is this many tokens: the fake's length without max_tokens (bench/run.py
+# starts it so), and the Messages API's required max_tokens, which the fake honours — so
+# both paths carry the same reply.
+REPLY_TOKENS = 20
 PROMPT = [{"role": "user", "content": "Say hello to the benchmark."}]
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     name: str  # "fake alone" | "direct" | "gateway"
-    url: str  # the full /v1/chat/completions URL
+    url: str  # the full /v1/chat/completions (or /v1/messages) URL
     model: str
     api_key: str
+    api: str = "chat"  # "chat" | "messages" (Anthropic's Messages API)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,7 @@ class _Call:
     body: bytes
     headers: Mapping[str, str]
     stream: bool
+    last_line: bytes  # what a complete stream ends with
 
 
 class BadStream(Exception):
@@ -89,6 +99,7 @@ def run_load(target: Target, load: Load, probe: Probe) -> Measurement:
         tally, cpu = runner.run(_drive(target, load, probe))
     return Measurement(
         target=target.name,
+        api=target.api,
         stream=load.stream,
         concurrency=load.concurrency,
         window_s=load.duration_s,
@@ -103,12 +114,7 @@ def run_load(target: Target, load: Load, probe: Probe) -> Measurement:
 
 
 async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuShare]:
-    call = _Call(
-        url=target.url,
-        body=orjson.dumps({"model": target.model, "messages": PROMPT, "stream": load.stream}),
-        headers={"Authorization": f"Bearer {target.api_key}", "Content-Type": "application/json"},
-        stream=load.stream,
-    )
+    call = _call_of(target, load.stream)
     session = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=load.concurrency),
         timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
@@ -133,6 +139,19 @@ async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuS
     return tally, cpu
 
 
+def _call_of(target: Target, stream: bool) -> _Call:
+    request = {"model": target.model, "messages": PROMPT, "stream": stream}
+    if target.api == "messages":
+        headers = {"x-api-key": target.api_key, "anthropic-version": ANTHROPIC_VERSION}
+        request["max_tokens"] = REPLY_TOKENS
+        last_line = MESSAGE_STOP_LINE
+    else:
+        headers = {"Authorization": f"Bearer {target.api_key}"}
+        last_line = DONE_LINE
+    headers["Content-Type"] = "application/json"
+    return _Call(target.url, orjson.dumps(request), headers, stream, last_line)
+
+
 async def _client(session: aiohttp.ClientSession, call: _Call, tally: _Tally) -> None:
     """One closed-loop client: send, wait for the whole answer, repeat until the window ends.
 
@@ -153,7 +172,7 @@ async def _client(session: aiohttp.ClientSession, call: _Call, tally: _Tally) ->
                     tally.error(f"HTTP {response.status}", detail)
                     continue
                 if stream:
-                    first = await _read_stream(response.content)
+                    first = await _read_stream(response.content, call.last_line)
                 else:
                     await response.read()
         except BadStream as exc:
@@ -168,10 +187,11 @@ async def _client(session: aiohttp.ClientSession, call: _Call, tally: _Tally) ->
             ttfbs.append(first - start)
 
 
-async def _read_stream(content: aiohttp.StreamReader) -> float:
+async def _read_stream(content: aiohttp.StreamReader, last_line: bytes) -> float:
     """Read a whole SSE stream; return when its first complete `data:` line had arrived.
 
-    Raises BadStream when no data line came or the stream did not end with `[DONE]`.
+    Raises BadStream when no data line came or the stream did not end with `last_line`
+    (`[DONE]`, or a Messages stream's `message_stop`).
     """
     first = 0.0
     head = b""
@@ -186,8 +206,8 @@ async def _read_stream(content: aiohttp.StreamReader) -> float:
         tail = chunk[-TAIL_BYTES:] if len(chunk) >= TAIL_BYTES else (tail + chunk)[-TAIL_BYTES:]
     if not first:
         raise BadStream(f"no data line; ends with {tail!r}")
-    if not tail.rstrip().endswith(DONE_LINE):
-        raise BadStream(f"no [DONE]; ends with {tail!r}")
+    if not tail.rstrip().endswith(last_line):
+        raise BadStream(f"does not end with {last_line!r}; ends with {tail!r}")
     return first
 
 

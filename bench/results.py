@@ -54,10 +54,12 @@ class Measurement:
     upstream_calls: int  # requests the fake upstream saw meanwhile
     cpu: CpuShare
     error_samples: Sequence[str] = field(default_factory=tuple)
+    api: str = "chat"  # "chat" | "messages"
 
     @property
     def mode(self) -> str:
-        return "stream" if self.stream else "non-stream"
+        mode = "stream" if self.stream else "non-stream"
+        return mode if self.api == "chat" else f"{self.api} {mode}"
 
     @property
     def completed(self) -> int:
@@ -143,7 +145,7 @@ def percentile_ms(samples_s: Sequence[float], pct: float) -> float:
 
 def judge_bars(pairs: Sequence[Pair], idle_rss: RssSample | None) -> list[Verdict]:
     """The issue's four bars; a scenario with errors fails its bar whatever its speed."""
-    found = {(p.gateway.stream, p.gateway.concurrency): p for p in pairs}
+    found = {(p.gateway.stream, p.gateway.concurrency): p for p in pairs if p.gateway.api == "chat"}
     verdicts = []
     c16 = found.get((False, 16))
     verdicts.append(

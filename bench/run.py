@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.load import Load, Target, run_load
+from bench.load import REPLY_TOKENS, Load, Target, run_load
 from bench.probe import Probe
 from bench.procs import (
     ProcessTree,
@@ -38,8 +38,6 @@ from bench.stack import (
 from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import ROOT, GatewayProcess, running_gateway
 
-# Every stream is this many content chunks (plus the final chunk and [DONE]).
-REPLY_TOKENS = 20
 GATEWAY_LOG = ROOT / "var" / "bench-gateway.log"
 GATEWAY_LOG_TAIL_LINES = 20
 # Before starting, wait up to QUIET_WAIT_S for other work to drop below QUIET_BUSY_PCT
@@ -56,6 +54,7 @@ class BenchOptions:
     warmup_s: float
     concurrencies: tuple[int, ...]
     gateway: GatewayOptions
+    messages: bool = True  # also the Anthropic Messages path, against the same direct runs
 
 
 @dataclass
@@ -94,17 +93,24 @@ def run_bench(options: BenchOptions) -> BenchReport:
         via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, api_key)
         probe = Probe(fake.process.pid, cpus, tree, gateway.port)
         report.rss.append(_rss("idle, before load", tree))
+        messages = replace(via, url=f"{gateway.base_url}/messages", api="messages")
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
-                pair = Pair(_measure(fake, direct, load, probe), _measure(fake, via, load, probe))
-                report.pairs.append(pair)
+                straight = _measure(fake, direct, load, probe)
+                report.pairs.append(Pair(straight, _measure(fake, via, load, probe)))
+                if options.messages:  # the same direct run is the baseline of both paths
+                    report.pairs.append(Pair(straight, _measure(fake, messages, load, probe)))
                 # After every scenario, so that growth can be told from a plateau.
-                report.rss.append(_rss(f"after {pair.gateway.mode} c{concurrency}", tree))
+                report.rss.append(_rss(f"after {load_name(stream)} c{concurrency}", tree))
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
     if any(pair.gateway.error_count for pair in report.pairs):
         report.gateway_log_tail = tail_text(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
     return report
+
+
+def load_name(stream: bool) -> str:
+    return "stream" if stream else "non-stream"
 
 
 def _start_gateway(
