@@ -1,6 +1,6 @@
 """Applying a declarative configuration (docs/configuration.md) to the database.
 
-`apply_config` validates the whole file first (`config_schema.parse_config`, with what the
+`apply_config` validates the whole file first (`schema.parse_config`, with what the
 database already holds as context), then creates or updates every row in one transaction
 and records one `config.apply` AdminEvent in it. Rows are matched by slug (by id for
 endpoints); rows absent from the file are left alone. A row whose values already match is
@@ -127,7 +127,7 @@ def apply_config(
 ) -> ApplyReport:  # fmt: skip
     """Validate `data` (parsed YAML), then create/update everything in one transaction.
 
-    Raises `config_fields.ConfigError` with every problem and writes nothing when the file
+    Raises `gateway.config.fields.ConfigError` with every problem and writes nothing when the file
     is invalid. With `dry_run` the writes run and are rolled back (no version bump, no
     AdminEvent), so the report shows what would change.
     """

@@ -1,6 +1,6 @@
-"""The validated configuration: frozen values `config_schema.parse_config` produces and
-`config_apply` writes. Field names follow the database columns, not the file's nesting
-(`price.input` is `price_input`). Pure: no Django.
+"""The validated configuration: frozen values `gateway.config.schema.parse_config` produces
+and `gateway.config.apply` writes. Field names follow the database columns, not the file's
+nesting (`price.input` is `price_input`). Pure: no Django.
 """
 
 from __future__ import annotations
