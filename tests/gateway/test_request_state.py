@@ -21,6 +21,9 @@ from tests.gateway.inprocess import ROUND_ROBIN, TIERED, in_process_gateway
 
 HARD = {"role": "user", "content": "Prove step by step that the algorithm terminates " * 20}
 OUR_CODE = ("gateway.", "routing.", "audit.", "workspaces.")
+# Not the request path: with REDIS_URL, the replicas' sharing runs in a background task of
+# its own and stamps what it publishes (gateway/state/shared_state.py).
+BACKGROUND = ("gateway.state.shared_state",)
 
 
 def _fingerprint() -> dict[str, Any]:
@@ -100,7 +103,7 @@ def test_a_chat_request_reads_the_wall_clock_once(settings, monkeypatch):
 
         def counting_time() -> float:
             caller = sys._getframe(1).f_globals.get("__name__", "")
-            if caller.startswith(OUR_CODE):
+            if caller.startswith(OUR_CODE) and not caller.startswith(BACKGROUND):
                 readers.append(caller)
             return real_time()
 
