@@ -41,6 +41,7 @@ class RequestRecord:
     decision: Decision | None = None  # the decision of the model being tried
     decisions: list[dict[str, Any]] = field(default_factory=list)  # each model's, recorded
     attempts: list[Attempt] = field(default_factory=list)
+    anthropic_version: str = ""  # what a Messages client sent, kept as sent (R-API-9)
 
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
@@ -56,7 +57,10 @@ def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
 def decision_record(record: RequestRecord) -> dict[str, Any]:
     """The trace's `decision` (gateway/request_path/decision_record.py)."""
     tier = record.tier.as_json() if record.tier is not None else None
-    return trace_decision(record.routing, record.decisions, tier, record.auto)
+    decision = trace_decision(record.routing, record.decisions, tier, record.auto)
+    if record.anthropic_version and decision:
+        decision["anthropic_version"] = record.anthropic_version
+    return decision
 
 
 def switchyard_block(

@@ -30,6 +30,7 @@ from routing.engine.types import RoutingRequest
 # Recorded for a request whose client hung up before the answer began (nginx's code).
 CLIENT_CLOSED_REQUEST = 499
 DEFERRED_RECORD_S = 0.5
+MAX_VERSION_CHARS = 32  # of the `anthropic-version` header kept in the trace
 
 
 async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
@@ -43,7 +44,9 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
         body = parse.read_json(request, request_state.gateway_settings().max_body_bytes)
     except ApiError as error:  # not even a body: nothing to trace
         return add_headers(operation.render_error(error), caller.trace_id, None)
-    record = RequestRecord(operation=operation.name)
+    # Any date is accepted; a client header, so bounded before it is stored.
+    version = request.headers.get("anthropic-version", "")[:MAX_VERSION_CHARS]
+    record = RequestRecord(operation=operation.name, anthropic_version=version)
     try:
         response = await _steps(request, operation, caller, record, body)
     except ApiError as error:

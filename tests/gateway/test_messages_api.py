@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
 LLAMA, SONNET = "meta/llama-3.3-70b", "anthropic/claude-sonnet-4"
@@ -47,8 +48,14 @@ def test_r_api_9_a_message_is_answered_in_anthropics_shape(fresh_live, model, fa
     assert message.usage.output_tokens > 0
     assert message.model == model
     assert raw.headers["x-switchyard-provider"] == fake
-    assert raw.headers["x-switchyard-trace-id"]
     assert fresh_live.fakes[fake].stats()["requests"] == 1
+    # and the trace records the anthropic-version the SDK sent
+    trace = httpx.get(
+        f"{fresh_live.base_url}/traces/{raw.headers['x-switchyard-trace-id']}",
+        headers={"Authorization": f"Bearer {fresh_live.keys['acme']}"},
+    ).json()
+    assert trace["operation"] == "messages"
+    assert trace["decision"]["anthropic_version"] == raw.http_request.headers["anthropic-version"]
 
 
 @pytest.mark.live
