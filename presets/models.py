@@ -1,22 +1,29 @@
-"""Presets (SPEC R-PRE-1): named bundles of allowed models, provider lists and default
-parameters, applied before provider selection. Behaviour arrives with the presets issue."""
+"""Presets (SPEC R-PRE-1) and the settings of API keys that refer to them (R-KEY-1).
+
+A preset is a named bundle of allowed models, provider allow/ignore lists and defaults
+(a system prompt and parameters, applied only where a request is silent). `KeySettings`
+are what a workspace says about the key *of a name* (D-24): expiry, allowed model
+patterns, a preset and the routes tried in order. They are keyed by name, not by key row,
+so settings written before the key exists apply once it is created, and a key made to
+replace a revoked one of the same name inherits them. Both reach the request path only
+through the configuration snapshot (no SQL per request).
+"""
 
 from __future__ import annotations
 
 from django.db import models
 
-from workspaces.models import ApiKey, Workspace
+from workspaces.models import Workspace
 
 
 class Preset(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="presets")
     slug = models.SlugField(max_length=64)
-    allowed_models = models.JSONField(default=list, blank=True)
+    allowed_models = models.JSONField(default=list, blank=True)  # patterns; empty = any
     provider_allow = models.JSONField(default=list, blank=True)
     provider_ignore = models.JSONField(default=list, blank=True)
     default_prompt = models.TextField(blank=True, default="")
     default_params = models.JSONField(default=dict, blank=True)
-    api_keys = models.ManyToManyField(ApiKey, blank=True, related_name="presets")
 
     class Meta:
         constraints = [
@@ -25,3 +32,23 @@ class Preset(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workspace}/{self.slug}"
+
+
+class KeySettings(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="key_settings")
+    name = models.CharField(max_length=100)  # the ApiKey.name these apply to
+    expires_at = models.DateTimeField(null=True, blank=True)  # the earlier of this and the key's
+    allowed_models = models.JSONField(default=list, blank=True)  # patterns; empty = any
+    # PROTECT: deleting a preset in use would silently widen what its keys may do.
+    preset = models.ForeignKey(Preset, null=True, blank=True, on_delete=models.PROTECT)
+    routes = models.JSONField(default=list, blank=True)  # route slugs, tried in order (D-23)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "key settings"
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "name"], name="key_settings_per_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workspace}/{self.name}"

@@ -70,6 +70,7 @@ class Endpoint(models.Model):
     )
     partner = models.BooleanField(default=False)
     timeouts = models.JSONField(default=dict, blank=True)
+    data_classes = models.JSONField(default=list, blank=True)  # cleared for (D-22); [] = all
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

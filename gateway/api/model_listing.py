@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.state.snapshot import Snapshot, WorkspaceEntry
+from gateway.state.snapshot import KeyEntry, Snapshot, WorkspaceEntry
 from routing.engine.decide import REQUEST_INDEPENDENT, first_rejection
-from routing.engine.types import RoutingRequest
+from routing.engine.types import PolicyView, RoutingRequest
 from routing.engine.virtual import MAX_VIRTUAL_DEPTH
 
 AUTO = "auto"  # the canonical spelling of the auto aliases (R-MOD-1)
 OWNED_BY_SWITCHYARD = "switchyard"  # names that exist only in this gateway's configuration
 
 
-def list_models(snap: Snapshot, workspace: WorkspaceEntry) -> list[dict[str, Any]]:
-    """The model objects the key's workspace may use, sorted by id."""
-    usable = _usable_models(snap, workspace)
+def list_models(snap: Snapshot, workspace: WorkspaceEntry, key: KeyEntry) -> list[dict[str, Any]]:
+    """The model objects the key may use, sorted by id: its workspace's policy narrowed to
+    its preset and allowed models (R-KEY-1), and only the names it may request."""
+    usable = _usable_models(snap, key.policy or workspace.policy)
     listed = {slug: _model(slug, snap.models[slug].created if slug in snap.models else 0,
                            slug.split("/")[0]) for slug in usable}  # fmt: skip
     for slug, entry in snap.virtual.items():
@@ -32,21 +33,23 @@ def list_models(snap: Snapshot, workspace: WorkspaceEntry) -> list[dict[str, Any
                 listed[name] = _model(name, workspace.created, OWNED_BY_SWITCHYARD)
     if usable:
         listed.setdefault(AUTO, _model(AUTO, workspace.created, OWNED_BY_SWITCHYARD))
-    return [listed[slug] for slug in sorted(listed)]
+    allowed = key.allowed
+    return [listed[n] for n in sorted(listed) if allowed is None or n in allowed or n == AUTO]
 
 
-def find_model(snap: Snapshot, workspace: WorkspaceEntry, model_id: str) -> dict[str, Any] | None:
+def find_model(
+    snap: Snapshot, workspace: WorkspaceEntry, key: KeyEntry, model_id: str
+) -> dict[str, Any] | None:
     """One of `list_models`' objects by its id, or None."""
-    return next((m for m in list_models(snap, workspace) if m["id"] == model_id), None)
+    return next((m for m in list_models(snap, workspace, key) if m["id"] == model_id), None)
 
 
-def _usable_models(snap: Snapshot, workspace: WorkspaceEntry) -> set[str]:
+def _usable_models(snap: Snapshot, policy: PolicyView) -> set[str]:
     usable = set()
     for slug, endpoints in snap.endpoints.items():
         probe = RoutingRequest(requested_model=slug, model=slug)
         if any(
-            first_rejection(e, probe, workspace.policy, checks=REQUEST_INDEPENDENT) is None
-            for e in endpoints
+            first_rejection(e, probe, policy, checks=REQUEST_INDEPENDENT) is None for e in endpoints
         ):
             usable.add(slug)
     return usable

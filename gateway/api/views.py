@@ -101,10 +101,10 @@ async def models(request: HttpRequest) -> HttpResponseBase:
     """The models and routing names this key may use (SPEC D-7; gateway/api/model_listing)."""
     snap = await request_state.current_snapshot()
     try:
-        _key, workspace = authenticate_key(request, snap, time.time())
+        key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
         return render_error(error)
-    listed = list_models(snap, workspace)
+    listed = list_models(snap, workspace, key)
     if "anthropic-version" in request.headers:  # the Anthropic SDK's list (SPEC R-API-9)
         return json_response(anthropic_model_list(listed))
     return json_response({"object": "list", "data": listed})
@@ -115,10 +115,10 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponseBase:
     """`GET /v1/models/{id}` (ids contain `/`): one entry of the list, else a 404."""
     snap = await request_state.current_snapshot()
     try:
-        _key, workspace = authenticate_key(request, snap, time.time())
+        key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
         return render_error(error)
-    model = find_model(snap, workspace, model_id)
+    model = find_model(snap, workspace, key, model_id)
     if model is None:
         return render_error(ApiError(404, f"The model `{model_id[:200]}` does not exist.",
                                      code="model_not_found", param="model"))  # fmt: skip

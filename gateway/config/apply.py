@@ -27,7 +27,7 @@ from audit.models import AdminEvent
 from gateway.config.export import export_config
 from gateway.config.schema import parse_config
 from gateway.config.types import Config, Existing, Secret, Vocabulary, WorkspaceSpec
-from presets.models import Preset
+from presets.models import KeySettings, Preset
 from routing import models as routing
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
@@ -39,7 +39,7 @@ __all__ = ["KINDS", "ApplyReport", "KindCounts", "apply_config", "export_config"
 
 KINDS = (
     "provider", "model", "endpoint", "virtual_model", "workspace", "policy", "credential",
-    "preset",
+    "preset", "key",
 )  # fmt: skip
 ACTION = "config.apply"
 TARGET_MAX_CHARS = 200  # AdminEvent.target
@@ -153,10 +153,14 @@ def _existing() -> Existing:
         for slug, targets in VirtualModel.objects.values_list("slug", "targets")
         if isinstance(targets, list)
     }
+    presets: dict[str, set[str]] = {}
+    for workspace, slug in Preset.objects.values_list("workspace__slug", "slug"):
+        presets.setdefault(workspace, set()).add(slug)
     return Existing(
         providers=frozenset(Provider.objects.values_list("slug", flat=True)),
         models=frozenset(CatalogModel.objects.values_list("slug", flat=True)),
         virtual_models=virtual,
+        presets={workspace: frozenset(slugs) for workspace, slugs in presets.items()},
     )
 
 
@@ -289,4 +293,17 @@ def _write_workspace(spec: WorkspaceSpec, tally: _Tally) -> None:
         factory = partial(Preset, workspace=workspace, slug=preset.slug)
         values = _columns(preset, exclude=("slug",))
         label = f"{spec.slug}/{preset.slug}"
-        _upsert(tally, "preset", label, presets.get(preset.slug), factory, values)
+        presets[preset.slug] = _upsert(
+            tally, "preset", label, presets.get(preset.slug), factory, values
+        )
+
+    settings = {k.name: k for k in KeySettings.objects.filter(workspace=workspace)}
+    for key in spec.keys:
+        values = {
+            "expires_at": key.expires_at,
+            "allowed_models": list(key.allowed_models),
+            "preset": presets[key.preset] if key.preset else None,
+            "routes": list(key.routes),
+        }
+        factory = partial(KeySettings, workspace=workspace, name=key.name)
+        _upsert(tally, "key", f"{spec.slug}/{key.name}", settings.get(key.name), factory, values)

@@ -9,10 +9,11 @@ nothing (given those variables hold the stored keys).
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
-from presets.models import Preset
+from presets.models import KeySettings, Preset
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
 from workspaces.models import Policy, ProviderCredential, Workspace
@@ -111,6 +112,8 @@ def _endpoint(row: Endpoint) -> dict[str, Any]:
         partner=row.partner,
         timeouts=row.timeouts,
     )
+    if row.data_classes:
+        data["data_classes"] = row.data_classes
     return data
 
 
@@ -147,6 +150,20 @@ def _workspace(row: Workspace) -> dict[str, Any]:
             }
             for preset in presets
         ]
+    settings = KeySettings.objects.filter(workspace=row).select_related("preset").order_by("name")
+    if settings:
+        data["keys"] = [_key_settings(entry) for entry in settings]
+    return data
+
+
+def _key_settings(entry: KeySettings) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": entry.name}
+    if entry.expires_at is not None:
+        data["expires_at"] = entry.expires_at.astimezone(UTC).isoformat()
+    data["allowed_models"] = entry.allowed_models
+    if entry.preset is not None:
+        data["preset"] = entry.preset.slug
+    data["routes"] = entry.routes
     return data
 
 

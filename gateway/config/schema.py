@@ -51,7 +51,7 @@ MODEL_KEYS = (
 )  # fmt: skip
 ENDPOINT_KEYS = (
     "id", "provider", "model", "upstream_model", "region", "base_url", "price", "status",
-    "sovereignty_class", "partner", "timeouts",
+    "sovereignty_class", "partner", "timeouts", "data_classes",
 )  # fmt: skip
 VIRTUAL_MODEL_KEYS = ("slug", "strategy", "targets", "objective", "min_weight_fraction")
 ADAPTIVE_OBJECTIVES = OBJECTIVES  # SPEC R-EXE-5, the engine's list
@@ -84,7 +84,7 @@ def parse_config(
         models=_models(root, vocabulary),
         endpoints=_endpoints(root, vocabulary, known),
         virtual_models=_virtual_models(root, vocabulary, known, existing),
-        workspaces=parse_workspaces(root, vocabulary, known, env),
+        workspaces=parse_workspaces(root, vocabulary, known, existing, env),
     )
     issues.raise_if_any()
     return config
@@ -198,6 +198,7 @@ def _endpoints(root: Fields, vocabulary: Vocabulary, known: Known) -> tuple[Endp
                 ),
                 partner=fields.flag("partner", default=False),
                 timeouts=read_timeouts(fields),
+                data_classes=fields.texts("data_classes"),
             )
         )
     check_unique(root.issues, [(f"endpoints[{i}].id", s.id) for i, s in enumerate(specs)])

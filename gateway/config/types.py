@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -31,6 +32,8 @@ class Existing:
     providers: frozenset[str] = frozenset()
     models: frozenset[str] = frozenset()
     virtual_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> targets
+    presets: Mapping[str, frozenset[str]] = field(default_factory=dict)  # by workspace slug
+    routes: Mapping[str, frozenset[str]] = field(default_factory=dict)  # by workspace slug
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,7 @@ class EndpointSpec:
     sovereignty_class: str
     partner: bool
     timeouts: Mapping[str, int]
+    data_classes: tuple[str, ...] = ()  # cleared for (D-22); empty = every class
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,17 @@ class PresetSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class KeySpec:
+    """Settings for the workspace's API key of `name` (D-24)."""
+
+    name: str
+    expires_at: datetime | None  # aware, UTC when the file gave no zone
+    allowed_models: tuple[str, ...]  # patterns
+    preset: str | None  # a preset slug of the workspace
+    routes: tuple[str, ...]  # route slugs, tried in order (D-23)
+
+
+@dataclass(frozen=True, slots=True)
 class WorkspaceSpec:
     """A workspace; a nested section that is None was absent and is left as stored."""
 
@@ -137,6 +152,7 @@ class WorkspaceSpec:
     smart_routing: Mapping[str, Any] | None
     auto_router: Mapping[str, Any] | None
     presets: tuple[PresetSpec, ...]
+    keys: tuple[KeySpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """Validation of the `workspaces` section: each workspace with its policy, BYOK
-credentials, smart tier routing, auto router and presets.
+credentials, smart tier routing, auto router, presets and key settings
+(gateway/config/key_settings.py).
 
 A nested section that is absent stays None (or empty) so that `apply` leaves what is
 stored alone; a section that is present describes the whole of it, and its absent fields
@@ -27,8 +28,10 @@ from gateway.config.fields import (
     read_timeouts,
     to_micros,
 )
+from gateway.config.key_settings import parse_keys
 from gateway.config.types import (
     CredentialSpec,
+    Existing,
     PolicySpec,
     PresetSpec,
     Secret,
@@ -40,7 +43,7 @@ from routing.engine.tiers import choose as tiers
 from workspaces.retention import DEFAULT_RETENTION, RETENTION, RETENTION_HINT
 
 WORKSPACE_KEYS = (
-    "slug", "name", "policy", "credentials", "smart_routing", "auto_router", "presets",
+    "slug", "name", "policy", "credentials", "smart_routing", "auto_router", "presets", "keys",
 )  # fmt: skip
 POLICY_KEYS = (
     "allowed_residency", "allowed_regions", "provider_allow", "provider_deny", "model_allow",
@@ -58,12 +61,16 @@ DAILY_BUDGET_MAX_USD = 1e12  # as micro-dollars still far inside the BigIntegerF
 
 
 def parse_workspaces(
-    root: Fields, vocabulary: Vocabulary, known: Known, environ: Mapping[str, str]
-) -> tuple[WorkspaceSpec, ...]:
+    root: Fields, vocabulary: Vocabulary, known: Known, existing: Existing,
+    environ: Mapping[str, str],
+) -> tuple[WorkspaceSpec, ...]:  # fmt: skip
     specs = []
     for path, raw in root.items("workspaces", default=()):
         fields = Fields(raw, path, root.issues, WORKSPACE_KEYS)
         slug = fields.text("slug", pattern=SLUG, hint="a slug", max_length=64)
+        presets = _presets(fields)
+        preset_slugs = {p.slug for p in presets} | existing.presets.get(slug, frozenset())
+        route_slugs = existing.routes.get(slug, frozenset())
         specs.append(
             WorkspaceSpec(
                 slug=slug,
@@ -74,7 +81,8 @@ def parse_workspaces(
                     fields.child("smart_routing", tiers.SMART_ROUTING_KEYS), known
                 ),
                 auto_router=_auto_router(fields.child("auto_router", auto.AUTO_ROUTER_KEYS), known),
-                presets=_presets(fields),
+                presets=presets,
+                keys=parse_keys(fields, preset_slugs, route_slugs),
             )
         )
     check_unique(root.issues, [(f"workspaces[{i}].slug", s.slug) for i, s in enumerate(specs)])

@@ -72,7 +72,7 @@ async def classify_auto(
         if ask is None:  # explain calls no model and moves no counter (SPEC D-21)
             classifier = {"model": model, "outcome": "not_called_in_explain"}
         else:
-            verdict, classifier = await _ask_classifier(caller, body, model, local, ask)
+            verdict, classifier = await _ask_classifier(caller, body, routing, model, local, ask)
             effects.count(metrics.AUTO_CLASSIFIER, classifier["outcome"])
     task = routing.task if routing.task_source == "request" else verdict.task
     return AutoVerdict(
@@ -82,8 +82,9 @@ async def classify_auto(
 
 
 async def _ask_classifier(
-    caller: Caller, body: dict[str, Any], model: str, local: WorkloadVerdict, ask: ChildRequest
-) -> tuple[WorkloadVerdict, dict[str, Any]]:
+    caller: Caller, body: dict[str, Any], routing: RoutingRequest, model: str,
+    local: WorkloadVerdict, ask: ChildRequest,
+) -> tuple[WorkloadVerdict, dict[str, Any]]:  # fmt: skip
     child = caller.child(PURPOSE)
     summary: dict[str, Any] = {"model": model, "trace_id": str(child.trace_id)}
     answer: list[WorkloadVerdict] = []
@@ -97,7 +98,7 @@ async def _ask_classifier(
 
     child_body = classifier_body(body, model)
     error_code = await ask(
-        child, child_body, lambda: _child_routing(caller, child_body),
+        child, child_body, lambda: _child_routing(caller, child_body, routing.data_class),
         caller.workspace.auto.classifier_timeout_s, judge,
     )  # fmt: skip
     summary["outcome"] = "ok" if answer else error_code
@@ -107,9 +108,12 @@ async def _ask_classifier(
     return answer[0], summary
 
 
-def _child_routing(caller: Caller, child_body: dict[str, Any]) -> RoutingRequest:
+def _child_routing(
+    caller: Caller, child_body: dict[str, Any], data_class: str | None
+) -> RoutingRequest:
     """The classifier request carries none of the client's headers: no route seed, session
-    or tier override of the parent's may steer it."""
+    or tier override of the parent's may steer it. It carries the client's text, so it
+    keeps the client's data class (D-22)."""
     try:
         routing = resolve(
             child_body,
@@ -121,7 +125,7 @@ def _child_routing(caller: Caller, child_body: dict[str, Any]) -> RoutingRequest
     except (ResolveError, UnknownModel) as error:
         message = getattr(error, "message", str(error))
         raise ApiError(400, message, code="classifier_unroutable") from None
-    return replace(routing, session_affinity=False)
+    return replace(routing, session_affinity=False, data_class=data_class)
 
 
 def _content(response: dict[str, Any]) -> Any:

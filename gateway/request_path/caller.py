@@ -11,6 +11,7 @@ from typing import Any
 
 from gateway.ids import new_uuid
 from gateway.state.snapshot import KeyEntry, Snapshot, WorkspaceEntry
+from routing.engine.types import PolicyView
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,12 @@ class Caller:
     started_perf: float = field(default_factory=time.perf_counter)
     purpose: str = ""  # "auto_routing_classifier" for the auto router's child request
     parent_id: uuid.UUID | None = None  # the client's trace, for a child request
+
+    @property
+    def policy(self) -> PolicyView:
+        """The workspace's policy narrowed to this key's scope: its preset and allowed
+        models (routing/engine/key_scope.py). Every decision of the request reads it."""
+        return self.key.policy or self.workspace.policy
 
     @property
     def created(self) -> int:

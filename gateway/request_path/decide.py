@@ -46,7 +46,7 @@ class Plan:
     def decide(self, model: str | None) -> tuple[Decision, Effects]:
         """The decision for one model of the chain, and the affinity counters it moves."""
         caller, routing, state = self.caller, self.resolved.routing, self.state
-        snap, policy = caller.snapshot, caller.workspace.policy
+        snap, policy = caller.snapshot, caller.policy
         step = replace(routing, model=model)
         if routing.auto:
             decision = decide_auto(

@@ -90,6 +90,7 @@ def request_json(request: RoutingRequest) -> dict[str, Any]:
         "mode": str(request.mode),
         "mode_source": request.mode_source,
         "residency": request.residency,
+        "data_class": request.data_class,
         "task": request.task,
         "task_source": request.task_source,
         "language": request.language,

@@ -41,7 +41,7 @@ async def execute_plan(
     """The first success of the chain, or the error of its last failure. Decisions and
     attempts go into `record` as they happen; `apply` makes each step's effects real."""
     state = plan.state
-    gateway, policy = state.settings, caller.workspace.policy
+    gateway, policy = state.settings, caller.policy
     # One total deadline for the whole request, every model of the chain and a committed
     # stream's relay included (SPEC R-EXE-8, D-20).
     deadline_at = asyncio.get_running_loop().time() + deadline_s(caller, gateway)

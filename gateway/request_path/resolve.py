@@ -7,7 +7,7 @@ classifies the workload (auto.py), the route seed is read and the session found
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.errors import ApiError, invalid
@@ -16,6 +16,8 @@ from gateway.request_path.auto import ChildRequest, classify_auto
 from gateway.request_path.caller import Caller
 from gateway.request_path.tiers import TierOutcome, apply_tiers
 from gateway.state.request_state import Effects, RoutingState
+from routing.engine.data_classes import DataClassNotAllowed, request_data_class
+from routing.engine.key_scope import with_defaults
 from routing.engine.resolve import ResolveError, UnknownModel, resolve
 from routing.engine.types import RoutingRequest
 
@@ -49,8 +51,11 @@ async def resolve_request(
     run, which calls no model)."""
     tier = None
     if smart:
+        body = with_defaults(body, caller.key.preset)  # where the request is silent (R-PRE-1)
         body, tier = apply_tiers(caller, headers, body, state, effects)
     routing = resolve_model(caller, body, headers, operation)
+    check_allowed(caller.key.allowed, routing, tier)
+    routing = replace(routing, data_class=data_class_of(caller, routing, headers))
     auto = None
     if smart:
         verdict = await classify_auto(caller, body, routing, ask, effects)
@@ -86,6 +91,35 @@ def resolve_model(
             code="model_not_found",
             param=error.param,
         ) from None
+
+
+def data_class_of(caller: Caller, routing: RoutingRequest, headers: Mapping[str, str]) -> str:
+    try:
+        return request_data_class(routing.metadata, headers, caller.policy.data_classes)
+    except ResolveError as error:
+        raise invalid(error.message, param=error.param) from None
+    except DataClassNotAllowed as error:
+        raise ApiError(
+            403, str(error), code="data_class_not_allowed", param="metadata.data_class"
+        ) from None
+
+
+def check_allowed(
+    allowed: frozenset[str] | None, routing: RoutingRequest, tier: TierOutcome | None
+) -> None:
+    """403 `model_not_allowed` for a model the key's preset or allowed patterns exclude
+    (R-PRE-1, R-KEY-1): the name the client asked for — a tiered alias as written — and
+    each fallback. `auto` is never refused here: its candidates are narrowed instead."""
+    if allowed is None:
+        return
+    asked = ((tier.alias if tier else routing.model, "model"),
+             *((model, "models") for model in routing.fallbacks))  # fmt: skip
+    for model, param in asked:
+        if model is not None and model not in allowed:
+            raise ApiError(
+                403, f"This API key may not use the model `{model}`.",
+                code="model_not_allowed", param=param,
+            )  # fmt: skip
 
 
 def route_seed(caller: Caller, headers: Mapping[str, str]) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from routing.engine.adaptive import MIN_WEIGHT_FRACTION
 from routing.engine.auto.settings import AutoSettings
+from routing.engine.key_scope import PresetView
 from routing.engine.resolve import CatalogNames
 from routing.engine.tiers.choose import TierConfig
 from routing.engine.types import EndpointInfo, PolicyView
@@ -23,7 +24,15 @@ class KeyEntry:
     pk: int
     workspace_id: int
     secret_hmac: str
-    expires_at: float | None  # epoch seconds
+    expires_at: float | None  # epoch seconds: the earlier of the key's and its settings'
+    name: str = ""
+    # Its settings (R-KEY-1, gateway/state/snapshot_keys.py): the preset, the names it may
+    # request (None = any), its workspace's policy narrowed to both (None = the workspace's
+    # own), and the route slugs tried in order (D-23).
+    preset: PresetView | None = None
+    allowed: frozenset[str] | None = None
+    policy: PolicyView | None = None
+    routes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

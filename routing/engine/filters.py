@@ -35,6 +35,13 @@ def sovereignty(e: EndpointInfo, r: RoutingRequest, p: PolicyView) -> Reason | N
     return None
 
 
+def data_class(e: EndpointInfo, r: RoutingRequest, p: PolicyView) -> Reason | None:
+    """D-22: an endpoint that lists the classes it is cleared for serves only those."""
+    if e.data_classes and r.data_class not in e.data_classes:
+        return Reason.DATA_CLASS_NOT_CLEARED
+    return None
+
+
 def region(e: EndpointInfo, r: RoutingRequest, p: PolicyView) -> Reason | None:
     if p.allowed_regions and e.region not in p.allowed_regions:
         return Reason.REGION_NOT_ALLOWED
@@ -120,7 +127,7 @@ def price_cap(e: EndpointInfo, r: RoutingRequest, p: PolicyView) -> Reason | Non
 
 # SPEC R-DEC-2: the order is part of the contract; the first failing check is recorded.
 FILTERS: tuple[Check, ...] = (
-    catalog_only, status_serving, sovereignty, region, capability,
+    catalog_only, status_serving, sovereignty, data_class, region, capability,
     provider_deny, provider_ignore, provider_allow, provider_only, provider_order,
     model_deny, model_allow, partner, vision, context, price_cap,
 )  # fmt: skip
@@ -136,6 +143,7 @@ REQUEST_INDEPENDENT: tuple[Check, ...] = (
 # changes no outcome, and the filter runs once per endpoint on every request.
 _CAN_FAIL: dict[Check, Callable[[RoutingRequest, PolicyView], bool]] = {
     sovereignty: lambda r, p: bool(p.allowed_residency),
+    data_class: lambda r, p: r.data_class is not None,
     region: lambda r, p: bool(p.allowed_regions),
     provider_deny: lambda r, p: bool(p.provider_deny),
     provider_ignore: lambda r, p: bool(r.provider.ignore),

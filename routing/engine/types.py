@@ -30,6 +30,7 @@ class Reason(StrEnum):
     CATALOG_ONLY = "catalog_only"
     STATUS_NOT_SERVING = "status_not_serving"
     SOVEREIGNTY_NOT_ALLOWED = "sovereignty_not_allowed"
+    DATA_CLASS_NOT_CLEARED = "data_class_not_cleared"  # D-22
     REGION_NOT_ALLOWED = "region_not_allowed"
     CANNOT_GENERATE_TEXT = "cannot_generate_text"
     CANNOT_EMBED = "cannot_embed"
@@ -78,6 +79,7 @@ class EndpointInfo:
     # Catalog benchmark scores (id, 0..1), provider-reported ones already left out
     # (routing/engine/benchmarks.py `catalog_scores`); sorted by id.
     benchmarks: tuple[tuple[str, float], ...] = ()
+    data_classes: frozenset[str] = frozenset()  # cleared for (D-22); empty = every class
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,7 @@ class PolicyView:
     max_price_completion: float | None = None
     routing_mode: str = "balanced"
     max_attempts: int = 3
+    data_classes: tuple[str, ...] = ()  # allowed, in order: the first is the default (D-22)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,7 @@ class RoutingRequest:
     session_id: str | None = None
     session_affinity: bool = True
     metadata: dict[str, Any] = field(default_factory=dict)
+    data_class: str | None = None  # D-22: None only before the resolve step sets it
     operation: str = "chat"  # chat | embeddings
     task: str = "general"
     task_source: str = "classifier"  # request | classifier

@@ -41,7 +41,7 @@ _BASE = EndpointInfo(
     capabilities=frozenset({"text", "tools"}),
     context_window=8192,
 )
-_ENDPOINT_SETS = ("capabilities", "strong_languages", "task_tags")
+_ENDPOINT_SETS = ("capabilities", "strong_languages", "task_tags", "data_classes")
 _POLICY_SETS = (
     "allowed_residency",
     "allowed_regions",

@@ -14,7 +14,7 @@ from tests.routing.builders import ids, make_endpoint, make_policy, make_request
 # The contract's steps (R-DEC-2), earliest first; the capability step has two reasons.
 CONTRACT_ORDER = (
     {Reason.CATALOG_ONLY}, {Reason.STATUS_NOT_SERVING}, {Reason.SOVEREIGNTY_NOT_ALLOWED},
-    {Reason.REGION_NOT_ALLOWED}, {Reason.CANNOT_GENERATE_TEXT, Reason.CANNOT_EMBED},
+    {Reason.DATA_CLASS_NOT_CLEARED}, {Reason.REGION_NOT_ALLOWED}, {Reason.CANNOT_GENERATE_TEXT, Reason.CANNOT_EMBED},
     {Reason.PROVIDER_DENIED}, {Reason.PROVIDER_IGNORED}, {Reason.PROVIDER_NOT_ALLOWED},
     {Reason.PROVIDER_NOT_IN_ONLY}, {Reason.PROVIDER_NOT_IN_ORDER}, {Reason.MODEL_DENIED},
     {Reason.MODEL_NOT_ALLOWED}, {Reason.PARTNER_DISABLED}, {Reason.NO_VISION},
@@ -30,6 +30,8 @@ STEPS = [
     ("policy residency", {"sovereignty_class": "any"}, {}, {"allowed_residency": ["eu-hosted"]},
      Reason.SOVEREIGNTY_NOT_ALLOWED),
     ("request residency", {}, {"residency": "eu-owned"}, {}, Reason.SOVEREIGNTY_NOT_ALLOWED),
+    ("data class not cleared", {"data_classes": ["public"]}, {"data_class": "internal"}, {},
+     Reason.DATA_CLASS_NOT_CLEARED),
     ("policy region", {"region": "us-east-1"}, {}, {"allowed_regions": ["eu-west-1"]},
      Reason.REGION_NOT_ALLOWED),
     ("request region", {}, {"provider": {"regions": ["eu-central-1"]}}, {},
@@ -79,7 +81,7 @@ def test_r_dec_2_each_step_rejects_with_its_reason(_case, endpoint, request_, po
 
 
 def test_r_dec_2_there_is_one_check_per_contract_step():
-    assert len(FILTERS) == len(CONTRACT_ORDER) == 16
+    assert len(FILTERS) == len(CONTRACT_ORDER) == 17
 
 
 def test_r_dec_2_an_endpoint_failing_two_steps_reports_the_earlier():
@@ -99,7 +101,7 @@ def test_r_dec_2_an_endpoint_failing_two_steps_reports_the_earlier():
         # then the earlier reason is the one recorded
         assert decision.rejected == (("ep-a", earlier[4]),), (earlier[0], later[0])
         checked += 1
-    assert checked == 204  # every ordered pair but catalog-only × disabled (one field)
+    assert checked == 225  # every ordered pair but catalog-only × disabled (one field)
 
 
 def test_r_api_1_embeddings_need_an_embedding_capable_endpoint():
