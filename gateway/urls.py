@@ -1,5 +1,6 @@
 """URL map: the OpenAI-compatible /v1 API with Anthropic's Messages API beside it, health,
-metrics and the admin console.
+metrics, the management API (/api/v1/, its OpenAPI schema at /api/v1/schema/) and the
+admin console.
 
 No `handler404`: an unknown path, like a wrong method, gets Django's own error response,
 which `gateway.middleware` turns into the API's JSON envelope (the console keeps its HTML).
@@ -11,9 +12,29 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve as serve_static
 from django.urls import include, path, re_path
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.views import SpectacularAPIView
 
 from gateway.api import openapi, views
 from gateway.api.readiness import healthz
+
+# The management API (SPEC R-MGT-1): every resource lives under /api/v1/workspaces/{ws}/,
+# each app contributing its own (workspaces/urls.py: keys). Served by the full Django
+# stack (sessions, CSRF) because /api/v1/ is not one of gateway/asgi.py's API_PREFIXES.
+WORKSPACE_RESOURCES = "workspaces/<slug:ws>/"
+management_api = [
+    path(f"api/v1/{WORKSPACE_RESOURCES}", include("workspaces.urls")),
+]
+management_schema = SpectacularAPIView.as_view(
+    patterns=management_api,  # only /api/v1: /v1 is described at /v1/openapi.json
+    renderer_classes=[OpenApiJsonRenderer, OpenApiYamlRenderer],  # ?format=yaml for YAML
+    custom_settings={
+        "TITLE": "Switchyard management API",
+        "DESCRIPTION": "Workspaces, keys and their configuration (docs/management-api.md).",
+        "VERSION": "1",
+        "COMPONENT_SPLIT_REQUEST": True,  # `ApiKey` (response) vs `ApiKeyRequest` (body)
+    },
+)
 
 urlpatterns = [
     path("v1/chat/completions", views.chat_completions),
@@ -29,6 +50,8 @@ urlpatterns = [
     path("health", views.health),
     path("healthz", healthz),
     path("", include("django_prometheus.urls")),
+    *management_api,
+    path("api/v1/schema/", management_schema, name="management-api-schema"),
     path("admin/", admin.site.urls),
 ]
 

@@ -2,8 +2,18 @@
 credentials show their provider and key id, never ciphertext or plaintext."""
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
-from workspaces.models import ApiKey, Membership, Policy, ProviderCredential, Workspace
+from workspaces.models import (
+    ApiKey,
+    ManagementToken,
+    Membership,
+    Policy,
+    ProviderCredential,
+    Workspace,
+)
+from workspaces.services import revoke_management_token
 
 
 class PolicyInline(admin.StackedInline):
@@ -46,3 +56,28 @@ class ProviderCredentialAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
         return False  # written through `manage.py apply` so the key is sealed, never shown
+
+
+@admin.register(ManagementToken)
+class ManagementTokenAdmin(admin.ModelAdmin):
+    list_display = ("prefix", "name", "workspace", "role", "created_at", "last_used_at",
+                    "revoked_at")  # fmt: skip
+    list_filter = ("workspace", "role")
+    search_fields = ("lookup_id", "name")
+    # Tokens are created with `manage.py createtoken` (shown once); here they are revoked.
+    fields = ("workspace", "name", "role", "prefix", "created_at", "last_used_at",
+              "revoked_at")  # fmt: skip
+    readonly_fields = fields
+    actions = ("revoke",)
+
+    def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:  # type: ignore[no-untyped-def]
+        return False  # revoke instead: the audit log keeps naming the token
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ManagementToken]) -> None:
+        actor = request.user.get_username()
+        revoked = sum(revoke_management_token(token, actor=actor) for token in queryset)
+        self.message_user(request, f"revoked {revoked} token(s)")

@@ -5,14 +5,18 @@ Models hold data only; writes that touch several rows live in `workspaces/servic
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from workspaces.keys import KEY_PREFIX, TOKEN_PREFIX
 from workspaces.retention import DEFAULT_RETENTION
 
 RESIDENCY_CLASSES = ("eu-owned", "eu-hosted", "any")  # narrowest first (SPEC R-DEC-4)
 ROUTING_MODES = ("balanced", "price", "latency", "throughput")
+NAME_MAX_CHARS = 100  # of an API key or a management token
 
 
 class Workspace(models.Model):
@@ -54,10 +58,15 @@ class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
 
 
 class ApiKey(models.Model):
-    """A workspace key `sk-sy-<lookup_id>-<secret>`; only an HMAC of the secret is kept."""
+    """A workspace key `sk-sy-<lookup_id>-<secret>`; only an HMAC of the secret is kept.
+
+    Its name is unique among the workspace's keys that are not revoked (D-24): settings
+    (`keys:` in `apply`) refer to a key by name. `services.create_api_key` names an unnamed
+    key `key-<lookup_id>`; a revoked key's name may be reused by its replacement.
+    """
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=100, default="default")
+    name = models.CharField(max_length=NAME_MAX_CHARS)
     lookup_id = models.CharField(max_length=16, unique=True)
     secret_hmac = models.CharField(max_length=64)  # hex HMAC-SHA256(pepper, secret)
     pepper_version = models.PositiveSmallIntegerField(default=1)
@@ -67,13 +76,72 @@ class ApiKey(models.Model):
 
     objects = ApiKeyQuerySet.as_manager()
 
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "name"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="api_key_name_per_workspace",
+            )
+        ]
+
     @property
     def prefix(self) -> str:
         """What the console shows: enough to recognise a key, useless to use it."""
-        return f"sk-sy-{self.lookup_id}"
+        return f"{KEY_PREFIX}{self.lookup_id}"
+
+    def status(self, now: datetime) -> str:
+        """`revoked`, `expired` or `active` at `now`."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
+
+
+class ManagementTokenQuerySet(models.QuerySet["ManagementToken"]):
+    def active(self) -> ManagementTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ManagementToken(models.Model):
+    """A bearer token for the management API (`/api/v1/`, SPEC R-MGT-1), bound to one
+    workspace and one role: `sy-mt-<lookup_id>-<secret>`, stored like an API key (lookup
+    id + HMAC of the secret). Its name is unique among the workspace's live tokens, so
+    the audit log's `token:<name>` names one token."""
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="management_tokens"
+    )
+    name = models.CharField(max_length=NAME_MAX_CHARS)
+    role = models.CharField(max_length=10, choices=Membership.Role.choices)
+    lookup_id = models.CharField(max_length=16, unique=True)
+    secret_hmac = models.CharField(max_length=64)  # hex HMAC-SHA256(pepper, secret)
+    pepper_version = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)  # to the minute, see auth
+
+    objects = ManagementTokenQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "name"],
+                condition=models.Q(revoked_at__isnull=True),
+                name="management_token_name_per_workspace",
+            )
+        ]
+
+    @property
+    def prefix(self) -> str:
+        return f"{TOKEN_PREFIX}{self.lookup_id}"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name}, {self.role})"
 
 
 class ProviderCredential(models.Model):

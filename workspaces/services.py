@@ -1,17 +1,55 @@
-"""Writes to tenancy data. Each service runs in one transaction and audits itself."""
+"""Writes to tenancy data. Each service runs in one transaction and audits itself: one
+AdminEvent per change, saying who (`actor`: a username, `token:<name>` or `cli:<command>`),
+what (`action`, `target`) and the before/after of every field that changed (`changes`,
+R-OBS-4). Never a secret or its HMAC.
+
+Views, commands and the console call these; none of them saves a model itself.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit.models import AdminEvent
-from workspaces.keys import KEY_PREFIX, generate_key, split_key
-from workspaces.models import ApiKey, Workspace
+from workspaces.keys import KEY_PREFIX, generate_key, generate_token, split_key
+from workspaces.models import NAME_MAX_CHARS, ApiKey, ManagementToken, Membership, Workspace
+from workspaces.permissions import Role
+
+# The fields of an API key `update_api_key` may change; a change that adds a stored key
+# setting adds its field here (and to the serializers, workspaces/serializers.py).
+EDITABLE_KEY_FIELDS = ("name", "expires_at")
+
+
+class InvalidName(ValueError):
+    """A name that is blank or too long."""
+
+
+class DuplicateName(ValueError):
+    """A name another live row of the workspace already has."""
+
+
+class DuplicateKeyName(DuplicateName):
+    pass
+
+
+class DuplicateTokenName(DuplicateName):
+    pass
+
+
+class UnknownKey(Exception):
+    pass
+
+
+class KeyRevoked(Exception):
+    """A change asked of a key that is revoked: revocation is final."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,30 +58,133 @@ class CreatedKey:
     plaintext: str  # shown once, never stored
 
 
+@dataclass(frozen=True, slots=True)
+class CreatedToken:
+    token: ManagementToken
+    plaintext: str  # shown once, never stored
+
+
+def _audit_value(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`{field: {"before": b, "after": a}}` for every field whose value changed."""
+    return {
+        field: {"before": _audit_value(before.get(field)), "after": _audit_value(value)}
+        for field, value in after.items()
+        if before.get(field) != value
+    }
+
+
+def _created(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The `changes` of a row that did not exist: every field, from None."""
+    return {field: {"before": None, "after": _audit_value(v)} for field, v in values.items()}
+
+
+def _checked_name(name: str) -> str:
+    if not name.strip():
+        raise InvalidName("a name cannot be blank")
+    if len(name) > NAME_MAX_CHARS:
+        raise InvalidName(f"a name has at most {NAME_MAX_CHARS} characters")
+    return name
+
+
+def _key_name_taken(workspace: Workspace, name: str, *, exclude_pk: int | None = None) -> bool:
+    live = ApiKey.objects.filter(workspace=workspace, name=name, revoked_at__isnull=True)
+    return live.exclude(pk=exclude_pk).exists()
+
+
+def _duplicate_key(workspace: Workspace, name: str) -> DuplicateKeyName:
+    return DuplicateKeyName(f"workspace {workspace.slug!r} already has a key named {name!r}")
+
+
 def create_api_key(
-    workspace: Workspace, *, name: str = "default", actor: str, expires_at: datetime | None = None
+    workspace: Workspace,
+    *,
+    name: str | None = None,
+    actor: str,
+    expires_at: datetime | None = None,
 ) -> CreatedKey:
+    """A new key; without a name it is called `key-<lookup_id>`. Raises `DuplicateKeyName`
+    when a live key of the workspace has that name (D-24) and `InvalidName`; then nothing
+    is written."""
     issued = generate_key(settings.SWITCHYARD_KEY_PEPPER)
-    with transaction.atomic():
-        key = ApiKey.objects.create(
-            workspace=workspace,
-            name=name,
-            lookup_id=issued.lookup_id,
-            secret_hmac=issued.secret_hmac,
-            expires_at=expires_at,
-        )
-        AdminEvent.objects.create(
-            actor=actor,
-            workspace=workspace,
-            action="api_key.create",
-            target=key.prefix,
-            changes={"name": name, "expires_at": expires_at.isoformat() if expires_at else None},
-        )
+    name = _checked_name(name) if name is not None else f"key-{issued.lookup_id}"
+    try:
+        with transaction.atomic():
+            if _key_name_taken(workspace, name):
+                raise _duplicate_key(workspace, name)
+            key = ApiKey.objects.create(
+                workspace=workspace,
+                name=name,
+                lookup_id=issued.lookup_id,
+                secret_hmac=issued.secret_hmac,
+                expires_at=expires_at,
+            )
+            AdminEvent.objects.create(
+                actor=actor,
+                workspace=workspace,
+                action="api_key.create",
+                target=key.prefix,
+                changes=_created({"name": name, "expires_at": expires_at}),
+            )
+    except IntegrityError:  # a concurrent create won the name (the database constraint)
+        if _key_name_taken(workspace, name):
+            raise _duplicate_key(workspace, name) from None
+        raise
     return CreatedKey(api_key=key, plaintext=issued.plaintext)
 
 
-class UnknownKey(Exception):
-    pass
+def update_api_key(key: ApiKey, changes: Mapping[str, Any], *, actor: str) -> ApiKey:
+    """Set the given `EDITABLE_KEY_FIELDS` of a live key; audits the fields that changed
+    (no event when none did). Raises `DuplicateKeyName`, `InvalidName` or `KeyRevoked`,
+    and then writes nothing."""
+    unknown = set(changes) - set(EDITABLE_KEY_FIELDS)
+    if unknown:
+        raise TypeError(f"not editable on a key: {', '.join(sorted(unknown))}")
+    if "name" in changes:
+        _checked_name(changes["name"])
+    try:
+        with transaction.atomic():
+            current = ApiKey.objects.select_for_update().get(pk=key.pk)
+            if current.revoked_at is not None:
+                raise KeyRevoked(f"{current.prefix} is revoked")
+            before = {field: getattr(current, field) for field in changes}
+            diff = _diff(before, changes)
+            if not diff:
+                return current
+            if "name" in diff and _key_name_taken(
+                current.workspace, changes["name"], exclude_pk=current.pk
+            ):
+                raise _duplicate_key(current.workspace, changes["name"])
+            for field in diff:
+                setattr(current, field, changes[field])
+            current.save(update_fields=list(diff))  # post_save: gateways reload (snapshot)
+            AdminEvent.objects.create(
+                actor=actor,
+                workspace=current.workspace,
+                action="api_key.update",
+                target=current.prefix,
+                changes=diff,
+            )
+    except IntegrityError:  # a concurrent change won the name
+        if "name" in changes and _key_name_taken(key.workspace, changes["name"], exclude_pk=key.pk):
+            raise _duplicate_key(key.workspace, changes["name"]) from None
+        raise
+    return current
+
+
+def rotate_api_key(
+    workspace: Workspace, *, name: str, actor: str, expires_at: datetime | None = None
+) -> CreatedKey:
+    """Revoke the workspace's live key named `name`, if there is one, and create its
+    replacement under the same name, in one transaction (two events: revoke, create).
+    For a command that hands out "a fresh key" each run, e.g. `bootstrap --demo`."""
+    with transaction.atomic():
+        for old in ApiKey.objects.filter(workspace=workspace, name=name, revoked_at=None):
+            revoke_api_key(old, actor=actor)
+        return create_api_key(workspace, name=name, actor=actor, expires_at=expires_at)
 
 
 def find_key(key_or_prefix: str) -> ApiKey:
@@ -60,11 +201,124 @@ def revoke_api_key(key: ApiKey, *, actor: str) -> bool:
     """Revoke; False when it already was. Gateways stop accepting it within one snapshot
     poll (SWITCHYARD_SNAPSHOT_POLL_S)."""
     with transaction.atomic():
-        if key.revoked_at is not None:
+        current = ApiKey.objects.select_for_update().get(pk=key.pk)
+        if current.revoked_at is not None:
             return False
-        key.revoked_at = timezone.now()
-        key.save(update_fields=["revoked_at"])
+        current.revoked_at = timezone.now()
+        current.save(update_fields=["revoked_at"])
         AdminEvent.objects.create(
-            actor=actor, workspace=key.workspace, action="api_key.revoke", target=key.prefix
+            actor=actor,
+            workspace=current.workspace,
+            action="api_key.revoke",
+            target=current.prefix,
+            changes=_diff({"revoked_at": None}, {"revoked_at": current.revoked_at}),
         )
+    key.revoked_at = current.revoked_at
     return True
+
+
+def _token_name_taken(workspace: Workspace, name: str) -> bool:
+    return ManagementToken.objects.active().filter(workspace=workspace, name=name).exists()
+
+
+def _duplicate_token(workspace: Workspace, name: str) -> DuplicateTokenName:
+    return DuplicateTokenName(
+        f"workspace {workspace.slug!r} already has a management token named {name!r}"
+    )
+
+
+def create_management_token(
+    workspace: Workspace, *, role: str, name: str | None = None, actor: str
+) -> CreatedToken:
+    """A management-API token bound to `workspace` and `role`; without a name it is
+    called `token-<lookup_id>`. Raises `DuplicateTokenName`, `InvalidName`, or
+    `ValueError` for an unknown role; then nothing is written."""
+    role = Role(role).value
+    issued = generate_token(settings.SWITCHYARD_KEY_PEPPER)
+    name = _checked_name(name) if name is not None else f"token-{issued.lookup_id}"
+    try:
+        with transaction.atomic():
+            if _token_name_taken(workspace, name):
+                raise _duplicate_token(workspace, name)
+            token = ManagementToken.objects.create(
+                workspace=workspace,
+                name=name,
+                role=role,
+                lookup_id=issued.lookup_id,
+                secret_hmac=issued.secret_hmac,
+            )
+            AdminEvent.objects.create(
+                actor=actor,
+                workspace=workspace,
+                action="management_token.create",
+                target=token.prefix,
+                changes=_created({"name": name, "role": role}),
+            )
+    except IntegrityError:
+        if _token_name_taken(workspace, name):
+            raise _duplicate_token(workspace, name) from None
+        raise
+    return CreatedToken(token=token, plaintext=issued.plaintext)
+
+
+def revoke_management_token(token: ManagementToken, *, actor: str) -> bool:
+    """Revoke; False when it already was. The next request with it is a 401."""
+    with transaction.atomic():
+        current = ManagementToken.objects.select_for_update().get(pk=token.pk)
+        if current.revoked_at is not None:
+            return False
+        current.revoked_at = timezone.now()
+        current.save(update_fields=["revoked_at"])
+        AdminEvent.objects.create(
+            actor=actor,
+            workspace=current.workspace,
+            action="management_token.revoke",
+            target=current.prefix,
+            changes=_diff({"revoked_at": None}, {"revoked_at": current.revoked_at}),
+        )
+    token.revoked_at = current.revoked_at
+    return True
+
+
+def set_membership(workspace: Workspace, user: Any, *, role: str, actor: str) -> Membership:
+    """Make `user` a member of `workspace` with `role`, or change the role they have.
+    Audited only when something changed."""
+    role = Role(role).value
+    with transaction.atomic():
+        membership = (
+            Membership.objects.select_for_update().filter(workspace=workspace, user=user).first()
+        )
+        before = {"role": membership.role} if membership else {}
+        if membership is None:
+            membership = Membership.objects.create(workspace=workspace, user=user, role=role)
+        elif membership.role != role:
+            membership.role = role
+            membership.save(update_fields=["role"])
+        diff = _diff(before, {"role": role})
+        if diff:
+            AdminEvent.objects.create(
+                actor=actor,
+                workspace=workspace,
+                action="membership.create" if not before else "membership.update",
+                target=f"user:{user.get_username()}",
+                changes=diff,
+            )
+    return membership
+
+
+def create_console_user(
+    workspace: Workspace, username: str, *, password: str, role: str, actor: str
+) -> Membership:
+    """A new console user with `role` in `workspace` (D-30); two events: the user, then
+    the membership. The password is hashed by Django and never audited."""
+    Role(role)  # an unknown role fails before anything is written
+    with transaction.atomic():
+        user = get_user_model().objects.create_user(username=username, password=password)
+        AdminEvent.objects.create(
+            actor=actor,
+            workspace=workspace,
+            action="user.create",
+            target=f"user:{username}",
+            changes=_created({"username": username}),
+        )
+        return set_membership(workspace, user, role=role, actor=actor)

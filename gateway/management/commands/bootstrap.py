@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gateway.config.apply import apply_config
 from workspaces.models import Workspace
-from workspaces.services import create_api_key
+from workspaces.services import rotate_api_key
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "switchyard-demo.yaml"
 
@@ -44,7 +44,8 @@ class Command(BaseCommand):
         if not users.filter(username="admin").exists():
             users.create_superuser("admin", "admin@example.invalid", password)
         workspace = Workspace.objects.get(slug="demo")
-        key = create_api_key(workspace, name="demo", actor="cli:bootstrap").plaintext
+        # A new demo key each run; the one made by an earlier run is revoked (D-24 names).
+        key = rotate_api_key(workspace, name="demo", actor="cli:bootstrap").plaintext
         if options["key_file"]:
             Path(options["key_file"]).write_text(key + "\n")
         self.stdout.write(f"demo catalog applied: {report.summary()}")

@@ -1,0 +1,132 @@
+"""Wire shapes of the management API's workspace resources (`/api/v1/workspaces/{ws}/…`).
+
+Serializers validate and render; they never save (writes go through
+`workspaces.services`). One serializer per resource serves both directions: its
+read-only fields are the response, its writable fields the request body (drf-spectacular
+splits them into `ApiKey` and `ApiKeyRequest` in the schema). Secrets appear once, in the
+response of the POST that made them (`IssuedApiKeySerializer`), never afterwards; no
+serializer has a field for an HMAC.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from workspaces.models import NAME_MAX_CHARS, ApiKey
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+KEY_STATUSES = ("active", "expired", "revoked")
+
+
+class ExpiryField(serializers.DateTimeField):
+    """D-24: a date (the key works to the end of that day, UTC) or an ISO datetime (UTC
+    when it names no zone); a past value is accepted and the key is then expired."""
+
+    default_error_messages = {
+        "invalid": "Expected a date (2027-06-30) or an ISO datetime (2027-06-30T12:00:00Z).",
+    }
+
+    def to_internal_value(self, value: Any) -> datetime:
+        if not (isinstance(value, str) and _DATE.match(value)):
+            return super().to_internal_value(value)
+        try:
+            day = date.fromisoformat(value)
+        except ValueError:
+            self.fail("invalid")
+            raise  # not reached: fail() raises
+        return datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
+
+
+@extend_schema_field({"type": "string", "enum": list(KEY_STATUSES)}, "ApiKeyStatus")
+class KeyStatusField(serializers.Field):
+    """`active`, `expired` or `revoked`, at the request's `now` (serializer context)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, key: ApiKey) -> str:
+        return key.status(self.context.get("now") or timezone.now())
+
+
+class ManagementSerializer(serializers.Serializer):
+    """Serializers here validate only (a view hands `validated_data` to a service), and
+    refuse a body field they would otherwise drop: an unknown or read-only field is a
+    400, not a change that silently did not happen."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            writable = {name for name, field in self.fields.items() if not field.read_only}
+            refused = {
+                str(name): ["is read-only" if name in self.fields else "is not a field"]
+                for name in data
+                if name not in writable
+            }
+            if refused:
+                raise serializers.ValidationError(refused)
+        return super().to_internal_value(data)
+
+    def create(self, validated_data: Any) -> Any:
+        raise NotImplementedError("write through workspaces.services")
+
+    def update(self, instance: Any, validated_data: Any) -> Any:
+        raise NotImplementedError("write through workspaces.services")
+
+
+class ApiKeySerializer(ManagementSerializer, serializers.ModelSerializer):
+    """A workspace API key, never with its secret. `name` is unique among the workspace's
+    keys that are not revoked; a key created without one is named `key-<id>`."""
+
+    # (Its docstring is the schema's description.) Writable: `name`, `expires_at`. To add
+    # a field stored on `ApiKey`: declare it, add it to `Meta.fields` and, if it can be
+    # changed, to `services.EDITABLE_KEY_FIELDS`. For data stored elsewhere (key settings
+    # in presets), subclass this, see `workspaces.views.ApiKeyViewSet`.
+
+    id = serializers.CharField(
+        source="lookup_id", read_only=True, help_text="the key's lookup id; used in URLs"
+    )
+    name = serializers.CharField(max_length=NAME_MAX_CHARS, required=False)
+    prefix = serializers.CharField(
+        read_only=True, help_text="`sk-sy-<id>`: recognises the key, cannot be used as one"
+    )
+    status = KeyStatusField()
+    expires_at = ExpiryField(
+        required=False,
+        allow_null=True,
+        help_text="a date (valid to the end of that day, UTC) or an ISO datetime; null: never",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields: tuple[str, ...] = (
+            "id",
+            "name",
+            "prefix",
+            "status",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+        )
+        read_only_fields: tuple[str, ...] = ("created_at", "revoked_at")
+
+
+class IssuedApiKeySerializer(ApiKeySerializer):
+    """A key just created: the only response that holds its secret (`key`)."""
+
+    key = serializers.SerializerMethodField(
+        help_text="the whole key `sk-sy-<id>-<secret>`: shown in this response only"
+    )
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = (*ApiKeySerializer.Meta.fields, "key")
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_key(self, key: ApiKey) -> str:
+        return str(self.context["plaintext"])
