@@ -75,6 +75,18 @@ TIER_ESCALATIONS = Counter(
     "Sessions newly pinned to the hard tier, by alias.",
     ["alias"],
 )
+ROUTE_REQUESTS = Counter(
+    "switchyard_route_requests_total",
+    "Requests walked by a dynamic route, by route, version and the node that ended the walk "
+    "(SPEC R-ROUTE-1).",
+    ["route", "version", "node"],
+)
+ROUTE_ROLLBACKS = Counter(
+    "switchyard_route_rollbacks_total",
+    "Automatic rollbacks by the rollout guard, by route and the version rolled back "
+    "(SPEC R-BEY-4).",
+    ["route", "version"],
+)
 TIER_SCORE = Histogram(
     "switchyard_tier_score",
     "Classifier scores of tiered requests, for tuning the threshold (docs/smart-routing.md).",

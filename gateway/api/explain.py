@@ -30,6 +30,7 @@ def render_explanation(served: Served) -> HttpResponseBase:
         "request": request_json(resolved.routing),
         "tier": resolved.tier.as_json() if resolved.tier else None,
         "auto": resolved.auto,
+        "route": resolved.route.as_json() if resolved.route else None,
         "decisions": decisions,
         "attempt_order": attempt_order,
         "reason": decisions[0]["reason"] if decisions else "",

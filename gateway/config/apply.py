@@ -26,8 +26,16 @@ from django.utils import timezone
 from audit.models import AdminEvent
 from gateway.config.export import export_config
 from gateway.config.schema import parse_config
-from gateway.config.types import Config, Existing, Secret, Vocabulary, WorkspaceSpec
-from presets.models import KeySettings, Preset
+from gateway.config.types import (
+    Config,
+    Existing,
+    RouteSpec,
+    Secret,
+    Vocabulary,
+    WorkspaceSpec,
+)
+from presets.models import KeySettings, Preset, Route
+from presets.services import deploy_route, save_route
 from routing import models as routing
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
@@ -39,7 +47,7 @@ __all__ = ["KINDS", "ApplyReport", "KindCounts", "apply_config", "export_config"
 
 KINDS = (
     "provider", "model", "endpoint", "virtual_model", "workspace", "policy", "credential",
-    "preset", "key",
+    "preset", "key", "route",
 )  # fmt: skip
 ACTION = "config.apply"
 TARGET_MAX_CHARS = 200  # AdminEvent.target
@@ -123,18 +131,19 @@ def vocabulary() -> Vocabulary:
 
 def apply_config(
     data: Mapping[str, Any] | None, *, actor: str, environ: Mapping[str, str] = os.environ,
-    target: str = "", dry_run: bool = False,
+    target: str = "", dry_run: bool = False, deploy: bool = False,
 ) -> ApplyReport:  # fmt: skip
     """Validate `data` (parsed YAML), then create/update everything in one transaction.
 
     Raises `gateway.config.fields.ConfigError` with every problem and writes nothing when the file
     is invalid. With `dry_run` the writes run and are rolled back (no version bump, no
-    AdminEvent), so the report shows what would change.
+    AdminEvent), so the report shows what would change. A changed route becomes a new draft
+    version; `deploy` also puts each route of the file in effect at its newest version.
     """
     with transaction.atomic():
         config = parse_config(data, vocabulary=vocabulary(), existing=_existing(), environ=environ)
         tally = _Tally()
-        _write(config, tally)
+        _write(config, tally, actor=actor, deploy=deploy)
         report = tally.report(dry_run=dry_run)
         AdminEvent.objects.create(
             actor=actor,
@@ -153,15 +162,23 @@ def _existing() -> Existing:
         for slug, targets in VirtualModel.objects.values_list("slug", "targets")
         if isinstance(targets, list)
     }
-    presets: dict[str, set[str]] = {}
-    for workspace, slug in Preset.objects.values_list("workspace__slug", "slug"):
-        presets.setdefault(workspace, set()).add(slug)
+    aliases = {slug: tuple(names) for slug, names in CatalogModel.objects.values_list(
+        "slug", "aliases")}  # fmt: skip
     return Existing(
         providers=frozenset(Provider.objects.values_list("slug", flat=True)),
-        models=frozenset(CatalogModel.objects.values_list("slug", flat=True)),
+        models=frozenset(aliases),
         virtual_models=virtual,
-        presets={workspace: frozenset(slugs) for workspace, slugs in presets.items()},
+        presets=_slugs_by_workspace(Preset),
+        routes=_slugs_by_workspace(Route),
+        aliases=aliases,
     )
+
+
+def _slugs_by_workspace(model: type[models.Model]) -> dict[str, frozenset[str]]:
+    slugs: dict[str, set[str]] = {}
+    for workspace, slug in model.objects.values_list("workspace__slug", "slug"):  # type: ignore[attr-defined]
+        slugs.setdefault(workspace, set()).add(slug)
+    return {workspace: frozenset(found) for workspace, found in slugs.items()}
 
 
 def _upsert(
@@ -224,7 +241,7 @@ def _columns(spec: Any, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     }
 
 
-def _write(config: Config, tally: _Tally) -> None:
+def _write(config: Config, tally: _Tally, *, actor: str, deploy: bool) -> None:
     providers = Provider.objects.in_bulk([s.slug for s in config.providers], field_name="slug")
     for spec in config.providers:
         values = {"name": spec.name, "api_style": spec.api_style, "base_url": spec.base_url}
@@ -258,10 +275,10 @@ def _write(config: Config, tally: _Tally) -> None:
         _upsert(tally, "virtual_model", spec.slug, virtual.get(spec.slug), factory, values)
 
     for workspace in config.workspaces:
-        _write_workspace(workspace, tally)
+        _write_workspace(workspace, tally, actor=actor, deploy=deploy)
 
 
-def _write_workspace(spec: WorkspaceSpec, tally: _Tally) -> None:
+def _write_workspace(spec: WorkspaceSpec, tally: _Tally, *, actor: str, deploy: bool) -> None:
     values: dict[str, Any] = {"name": spec.name}
     if spec.smart_routing is not None:
         values["smart_routing"] = spec.smart_routing
@@ -307,3 +324,21 @@ def _write_workspace(spec: WorkspaceSpec, tally: _Tally) -> None:
         }
         factory = partial(KeySettings, workspace=workspace, name=key.name)
         _upsert(tally, "key", f"{spec.slug}/{key.name}", settings.get(key.name), factory, values)
+
+    for route in spec.routes:
+        _write_route(workspace, route, tally, actor=actor, deploy=deploy)
+
+
+def _write_route(
+    workspace: Workspace, spec: RouteSpec, tally: _Tally, *, actor: str, deploy: bool
+) -> None:
+    """A changed route is a new draft version (presets/services.py); it routes nothing
+    until deployed (D-25), which `deploy` does at once."""
+    label = f"{workspace.slug}/{spec.slug}"
+    existed = Route.objects.filter(workspace=workspace, slug=spec.slug).exists()
+    saved = save_route(workspace, spec.content, actor=actor, message="manage.py apply")
+    changed = [f"version {saved.version.number}"] if saved.created and existed else []
+    if deploy and saved.route.deployed_id != saved.version.pk:
+        deploy_route(saved.route, saved.version.number, actor=actor)
+        changed.append(f"deployed v{saved.version.number}")
+    tally.record("route", label, not existed, changed)

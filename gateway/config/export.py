@@ -13,7 +13,7 @@ from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
-from presets.models import KeySettings, Preset
+from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
 from workspaces.models import Policy, ProviderCredential, Workspace
@@ -23,7 +23,8 @@ MICROS_PER_USD = Decimal(1_000_000)
 
 def export_config(*, workspace: str | None = None) -> dict[str, Any]:
     """Everything, or only the workspace `workspace` (its policy, credentials, routing
-    settings and presets; not the catalog). Raises LookupError for an unknown workspace."""
+    settings, presets, key settings and deployed routes; not the catalog). Raises
+    LookupError for an unknown workspace."""
     workspaces = Workspace.objects.order_by("slug")
     if workspace is not None:
         workspaces = workspaces.filter(slug=workspace)
@@ -153,6 +154,9 @@ def _workspace(row: Workspace) -> dict[str, Any]:
     settings = KeySettings.objects.filter(workspace=row).select_related("preset").order_by("name")
     if settings:
         data["keys"] = [_key_settings(entry) for entry in settings]
+    routes = Route.objects.filter(workspace=row, deployed__isnull=False).order_by("slug")
+    if routes:  # the version in effect of each deployed route, as it was written
+        data["routes"] = [route.deployed.content for route in routes.select_related("deployed")]
     return data
 
 

@@ -40,6 +40,8 @@ from gateway.config.types import (
 )
 from gateway.config.workspaces import parse_workspaces
 from routing.engine.adaptive import OBJECTIVES
+from routing.engine.names import name_index
+from routing.engine.resolve import CatalogNames
 
 __all__ = ["ConfigError", "Existing", "Vocabulary", "parse_config"]
 
@@ -84,10 +86,31 @@ def parse_config(
         models=_models(root, vocabulary),
         endpoints=_endpoints(root, vocabulary, known),
         virtual_models=_virtual_models(root, vocabulary, known, existing),
-        workspaces=parse_workspaces(root, vocabulary, known, existing, env),
+        workspaces=parse_workspaces(
+            root, vocabulary, known, existing, _catalog(root.raw, known, existing), env
+        ),
     )
     issues.raise_if_any()
     return config
+
+
+def _catalog(raw: Mapping[Any, Any], known: Known, existing: Existing) -> CatalogNames:
+    """What a route may name: every spelling of the database's and the file's models
+    (slug, aliases, unique bare name), their providers and virtual models."""
+    aliases = dict(existing.aliases)
+    entries = raw.get("models")
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("slug"), str):
+            listed = entry.get("aliases")
+            aliases[entry["slug"]] = tuple(a for a in listed if isinstance(a, str)) if isinstance(
+                listed, list) else ()  # fmt: skip
+    for slug in known.models:
+        aliases.setdefault(slug, ())
+    return CatalogNames(
+        names=name_index(aliases.items()),
+        providers=known.providers,
+        virtual=known.virtual_models,
+    )
 
 
 def _declared(raw: Mapping[Any, Any], section: str, key: str) -> frozenset[str]:

@@ -34,6 +34,7 @@ class Existing:
     virtual_models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> targets
     presets: Mapping[str, frozenset[str]] = field(default_factory=dict)  # by workspace slug
     routes: Mapping[str, frozenset[str]] = field(default_factory=dict)  # by workspace slug
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # model -> aliases
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +143,14 @@ class KeySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class RouteSpec:
+    """A dynamic route, validated by the engine; `content` is stored as written."""
+
+    slug: str
+    content: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class WorkspaceSpec:
     """A workspace; a nested section that is None was absent and is left as stored."""
 
@@ -153,6 +162,7 @@ class WorkspaceSpec:
     auto_router: Mapping[str, Any] | None
     presets: tuple[PresetSpec, ...]
     keys: tuple[KeySpec, ...] = ()
+    routes: tuple[RouteSpec, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

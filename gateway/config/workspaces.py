@@ -1,6 +1,6 @@
 """Validation of the `workspaces` section: each workspace with its policy, BYOK
-credentials, smart tier routing, auto router, presets and key settings
-(gateway/config/key_settings.py).
+credentials, smart tier routing, auto router, presets, key settings
+(gateway/config/key_settings.py) and dynamic routes (gateway/config/routes.py).
 
 A nested section that is absent stays None (or empty) so that `apply` leaves what is
 stored alone; a section that is present describes the whole of it, and its absent fields
@@ -29,6 +29,7 @@ from gateway.config.fields import (
     to_micros,
 )
 from gateway.config.key_settings import parse_keys
+from gateway.config.routes import parse_routes
 from gateway.config.types import (
     CredentialSpec,
     Existing,
@@ -39,11 +40,13 @@ from gateway.config.types import (
     WorkspaceSpec,
 )
 from routing.engine.auto import settings as auto
+from routing.engine.resolve import CatalogNames
 from routing.engine.tiers import choose as tiers
 from workspaces.retention import DEFAULT_RETENTION, RETENTION, RETENTION_HINT
 
 WORKSPACE_KEYS = (
     "slug", "name", "policy", "credentials", "smart_routing", "auto_router", "presets", "keys",
+    "routes",
 )  # fmt: skip
 POLICY_KEYS = (
     "allowed_residency", "allowed_regions", "provider_allow", "provider_deny", "model_allow",
@@ -62,15 +65,17 @@ DAILY_BUDGET_MAX_USD = 1e12  # as micro-dollars still far inside the BigIntegerF
 
 def parse_workspaces(
     root: Fields, vocabulary: Vocabulary, known: Known, existing: Existing,
-    environ: Mapping[str, str],
+    catalog: CatalogNames, environ: Mapping[str, str],
 ) -> tuple[WorkspaceSpec, ...]:  # fmt: skip
+    """`catalog`: the names a route may use, the file's and the database's."""
     specs = []
     for path, raw in root.items("workspaces", default=()):
         fields = Fields(raw, path, root.issues, WORKSPACE_KEYS)
         slug = fields.text("slug", pattern=SLUG, hint="a slug", max_length=64)
         presets = _presets(fields)
         preset_slugs = {p.slug for p in presets} | existing.presets.get(slug, frozenset())
-        route_slugs = existing.routes.get(slug, frozenset())
+        routes = parse_routes(fields, catalog)
+        route_slugs = {r.slug for r in routes} | existing.routes.get(slug, frozenset())
         specs.append(
             WorkspaceSpec(
                 slug=slug,
@@ -83,6 +88,7 @@ def parse_workspaces(
                 auto_router=_auto_router(fields.child("auto_router", auto.AUTO_ROUTER_KEYS), known),
                 presets=presets,
                 keys=parse_keys(fields, preset_slugs, route_slugs),
+                routes=routes,
             )
         )
     check_unique(root.issues, [(f"workspaces[{i}].slug", s.slug) for i, s in enumerate(specs)])

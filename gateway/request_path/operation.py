@@ -65,3 +65,8 @@ class Operation:
     routes_as: str = "chat"  # the engine's operation (chat | embeddings)
     smart: bool = True  # smart tiers and the auto router apply
     dry_run: bool = False  # decide and stop: no upstream call, no effect applied (D-21)
+
+    @property
+    def route_name(self) -> str:
+        """What a route's `endpoint` condition sees: explain explains a chat completion."""
+        return "chat.completions" if self.dry_run else self.name

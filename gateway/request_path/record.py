@@ -17,6 +17,7 @@ from gateway import metrics
 from gateway.request_path.affinity import Session, note_cache_read
 from gateway.request_path.caller import Caller
 from gateway.request_path.decision_record import trace_decision
+from gateway.request_path.routes import RouteChoice
 from gateway.request_path.tiers import TierOutcome
 from gateway.state.request_state import CLIENT_FAULTS, Effects
 from gateway.upstream.execute import Target
@@ -42,6 +43,7 @@ class RequestRecord:
     decisions: list[dict[str, Any]] = field(default_factory=list)  # each model's, recorded
     attempts: list[Attempt] = field(default_factory=list)
     anthropic_version: str = ""  # what a Messages client sent, kept as sent (R-API-9)
+    route: RouteChoice | None = None  # the dynamic route that handled it (R-ROUTE-1, D-23)
 
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
@@ -60,6 +62,8 @@ def decision_record(record: RequestRecord) -> dict[str, Any]:
     decision = trace_decision(record.routing, record.decisions, tier, record.auto)
     if record.anthropic_version and decision:
         decision["anthropic_version"] = record.anthropic_version
+    if record.route is not None:
+        decision["route"] = record.route.as_json()
     return decision
 
 
@@ -85,6 +89,18 @@ def switchyard_block(
         "routing_reason": reason_for(decision, ep) if decision else "",
         "algorithm": decision.algorithm if decision else "",
         "attempts": len(record.attempts),
+        **_route_fields(record.route),
+    }
+
+
+def _route_fields(route: RouteChoice | None) -> dict[str, Any]:
+    """D-23: a route's choice is never silent; the block names it and the nodes walked."""
+    if route is None:
+        return {}
+    return {
+        "route": route.slug,
+        "route_version": route.version,
+        "route_nodes": [step.node for step in route.outcome.visited],
     }
 
 
@@ -141,6 +157,8 @@ def finish(
             "parent_id": caller.parent_id,
         }
     )
+    if caller.key.routes and record.attempts:  # what its route's rate/budget nodes read
+        effects.usage.append((caller.key.pk, now, cost_micros(usage, target)))
     _observe_live(record, usage, stream_broke, now, effects)
     if status == 200 and not stream_broke:
         note_cache_read(record.session, record.routing, target, usage, now, effects)

@@ -1,19 +1,22 @@
 """Step 3 of the request path: from a parsed body to the `RoutingRequest` the engine
-decides — the smart tier rewrites a tiered alias (tiers.py), the model field, suffixes,
-qualifiers and routing fields are resolved (routing/engine/resolve.py), the auto router
-classifies the workload (auto.py), the route seed is read and the session found
+decides — the key's preset fills its defaults (routing/engine/key_scope.py), the key's
+dynamic route may choose the model (routes.py), the smart tier rewrites a tiered alias
+(tiers.py), the model field, suffixes, qualifiers and routing fields are resolved
+(routing/engine/resolve.py) and checked against the key's scope, the data class is found,
+the auto router classifies the workload (auto.py), and the session is found
 (affinity.py). Pure but for the classifier's child request, which is handed in."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ApiError, invalid
 from gateway.request_path.affinity import Session, session_of
 from gateway.request_path.auto import ChildRequest, classify_auto
 from gateway.request_path.caller import Caller
+from gateway.request_path.routes import RouteChoice, adjust, route_request
 from gateway.request_path.tiers import TierOutcome, apply_tiers
 from gateway.state.request_state import Effects, RoutingState
 from routing.engine.data_classes import DataClassNotAllowed, request_data_class
@@ -33,6 +36,7 @@ class Resolved:
     tier: TierOutcome | None = None
     auto: dict[str, Any] | None = None  # the auto router's workload verdict (R-AUTO-2)
     session: Session | None = None
+    route: RouteChoice | None = None  # the dynamic route that handled it (R-ROUTE-1)
 
 
 async def resolve_request(
@@ -43,19 +47,26 @@ async def resolve_request(
     effects: Effects,
     *,
     operation: str,
+    route_operation: str,
     smart: bool,
     ask: ChildRequest | None,
 ) -> Resolved:
-    """`operation`: the engine's (chat | embeddings). `smart`: tiers and the auto router
-    apply (chat-shaped requests). `ask`: serves the classifier's child request (None: a dry
-    run, which calls no model)."""
+    """`operation`: the engine's (chat | embeddings); `route_operation`: the API's, which a
+    route's `endpoint` condition compares (`chat.completions`). `smart`: tiers and the auto
+    router apply (chat-shaped requests). `ask`: serves the classifier's child request (None:
+    a dry run, which calls no model)."""
     tier = None
+    seed = route_seed(caller, headers)
     if smart:
         body = with_defaults(body, caller.key.preset)  # where the request is silent (R-PRE-1)
+    body, route = route_request(
+        caller, body, headers, state, effects, operation=route_operation, seed=seed
+    )
+    if smart:
         body, tier = apply_tiers(caller, headers, body, state, effects)
-    routing = resolve_model(caller, body, headers, operation)
+    data_class = data_class_of(caller, body, headers)
+    routing = adjust(resolve_model(caller, body, headers, operation, data_class), route)
     check_allowed(caller.key.allowed, routing, tier)
-    routing = replace(routing, data_class=data_class_of(caller, routing, headers))
     auto = None
     if smart:
         verdict = await classify_auto(caller, body, routing, ask, effects)
@@ -64,15 +75,20 @@ async def resolve_request(
     return Resolved(
         body=body,
         routing=routing,
-        seed=route_seed(caller, headers),
+        seed=seed,
         tier=tier,
         auto=auto,
         session=session_of(caller, headers, body, routing, state),
+        route=route,
     )
 
 
 def resolve_model(
-    caller: Caller, body: dict[str, Any], headers: Mapping[str, str], operation: str
+    caller: Caller,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    operation: str,
+    data_class: str | None = None,
 ) -> RoutingRequest:
     try:
         return resolve(
@@ -81,6 +97,7 @@ def resolve_model(
             caller.snapshot.catalog,
             operation=operation,
             workspace_mode=caller.workspace.policy.routing_mode,
+            data_class=data_class,
         )
     except ResolveError as error:
         raise invalid(error.message, param=error.param) from None
@@ -93,9 +110,13 @@ def resolve_model(
         ) from None
 
 
-def data_class_of(caller: Caller, routing: RoutingRequest, headers: Mapping[str, str]) -> str:
+def data_class_of(caller: Caller, body: dict[str, Any], headers: Mapping[str, str]) -> str:
+    """D-22. A `metadata` of the wrong shape is left to the model field's validation."""
+    metadata = body.get("metadata")
+    named = metadata.get("data_class") if isinstance(metadata, Mapping) else None
+    given = {"data_class": named} if isinstance(named, str) else {}
     try:
-        return request_data_class(routing.metadata, headers, caller.policy.data_classes)
+        return request_data_class(given, headers, caller.policy.data_classes)
     except ResolveError as error:
         raise invalid(error.message, param=error.param) from None
     except DataClassNotAllowed as error:
@@ -108,8 +129,9 @@ def check_allowed(
     allowed: frozenset[str] | None, routing: RoutingRequest, tier: TierOutcome | None
 ) -> None:
     """403 `model_not_allowed` for a model the key's preset or allowed patterns exclude
-    (R-PRE-1, R-KEY-1): the name the client asked for — a tiered alias as written — and
-    each fallback. `auto` is never refused here: its candidates are narrowed instead."""
+    (R-PRE-1, R-KEY-1): the name asked for — a tiered alias as written, or the model a
+    route chose (a route never leaves the key's scope, R-BEY-5) — and each fallback. `auto`
+    is never refused here: its candidates are narrowed instead."""
     if allowed is None:
         return
     asked = ((tier.alias if tier else routing.model, "model"),

@@ -23,6 +23,7 @@ from gateway.request_path.execute import execute_plan
 from gateway.request_path.operation import Finish, Operation, Served
 from gateway.request_path.record import RequestRecord, add_headers, cost_micros, finish
 from gateway.request_path.resolve import Resolved, resolve_request, route_seed
+from gateway.request_path.routes import RouteRejected
 from gateway.state import request_state
 from gateway.state.request_state import Effects, apply
 from routing.engine.types import RoutingRequest
@@ -50,6 +51,8 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
     try:
         response = await _steps(request, operation, caller, record, body)
     except ApiError as error:
+        if isinstance(error, RouteRejected):  # the trace keeps the walk that refused it
+            record.route = error.route
         if not operation.dry_run:  # a dry run records nothing, not even its failure (D-21)
             apply(finish(caller, record, status=error.status, error_code=error.code))
         return add_headers(operation.render_error(error), caller.trace_id, record)
@@ -82,11 +85,12 @@ async def _steps(
     ask = None if operation.dry_run else child_request
     resolved = await resolve_request(  # 3
         caller, parsed.body, request.headers, state, effects,
-        operation=operation.routes_as, smart=operation.smart, ask=ask,
+        operation=operation.routes_as, route_operation=operation.route_name,
+        smart=operation.smart, ask=ask,
     )  # fmt: skip
     record.requested_model = resolved.routing.requested_model
     record.routing, record.tier, record.auto = resolved.routing, resolved.tier, resolved.auto
-    record.session = resolved.session
+    record.session, record.route = resolved.session, resolved.route
     plan = Plan(caller, resolved, state)  # 4
     if operation.dry_run:
         return operation.render(Served(caller, record, parsed, resolved, plan, None, None))

@@ -29,6 +29,7 @@ from gateway.state.snapshot import Snapshot
 from routing.engine.adaptive import AdaptiveState
 from routing.engine.attempts import AttemptFailed
 from routing.engine.live import Observation
+from routing.engine.routes import Usage
 from routing.engine.types import EndpointInfo, LiveState
 
 
@@ -52,6 +53,11 @@ class RoutingState:
     cache_pins: PinView  # conversation -> provider holding its prompt cache (R-EXE-6)
     warm_targets: PinView  # session|virtual -> the target whose cache is warm (R-EXE-6)
     tier_pins: PinView  # alias|session -> "hard" (R-TIER-3)
+    usage: UsageReader  # each routed key's usage this period (route rate/budget nodes)
+
+
+class UsageReader(Protocol):
+    def of(self, key_id: int, now: float) -> Usage: ...
 
 
 def read(now: float) -> RoutingState:
@@ -67,6 +73,7 @@ def read(now: float) -> RoutingState:
         cache_pins=runtime.cache_pins(),
         warm_targets=runtime.warm_targets(),
         tier_pins=runtime.tier_pins(),
+        usage=runtime.key_usage(),
     )
 
 
@@ -98,6 +105,7 @@ class Effects:
     samples: list[tuple[Any, tuple[str, ...], float]] = field(default_factory=list)
     observations: list[tuple[str, str, Observation]] = field(default_factory=list)
     traces: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[tuple[int, float, int]] = field(default_factory=list)  # key, now, cost µ$
 
     def count(self, metric: Any, *labels: str, by: float = 1) -> None:
         self.counts.append((metric, labels, by))
@@ -124,6 +132,8 @@ def apply(effects: Effects) -> None:
             pins.touch(tier_pin.key, tier_pin.now, tier_pin.ttl_s)
     for trace in effects.traces:
         runtime.traces().record(trace)
+    for key_id, now, cost in effects.usage:
+        runtime.key_usage().add(key_id, now, cost)
     if effects.observations:
         live = runtime.live()
         for endpoint_id, provider, observation in effects.observations:

@@ -32,7 +32,7 @@ from gateway.state.snapshot_types import (
     VirtualEntry,
     WorkspaceEntry,
 )
-from presets.models import KeySettings, Preset
+from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Model, Provider, VirtualModel
 from workspaces.models import ApiKey, Policy, ProviderCredential, Workspace
 
@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_MODELS: tuple[type[models.Model], ...] = (
     Workspace, ApiKey, ProviderCredential, Policy, Provider, Model, Endpoint, VirtualModel,
-    Preset, KeySettings,
+    Preset, KeySettings, Route,
 )  # fmt: skip
 
 

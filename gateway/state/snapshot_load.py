@@ -8,12 +8,13 @@ parsers, which own their defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import transaction
 
 from gateway.models import ConfigVersion
 from gateway.state.snapshot_keys import load_keys
+from gateway.state.snapshot_routes import load_routes
 from gateway.state.snapshot_types import (
     CredentialEntry,
     ModelEntry,
@@ -25,6 +26,7 @@ from gateway.state.snapshot_types import (
 from routing.engine.adaptive import MIN_WEIGHT_FRACTION
 from routing.engine.auto.settings import auto_settings
 from routing.engine.benchmarks import catalog_scores
+from routing.engine.names import name_index
 from routing.engine.resolve import CatalogNames
 from routing.engine.tiers.choose import tier_config
 from routing.engine.types import EndpointInfo, PolicyView
@@ -44,7 +46,7 @@ class _EndpointTables:
 
 
 def load_snapshot() -> Snapshot:
-    """Read the whole configuration (synchronous; run it off the event loop). Ten queries,
+    """Read the whole configuration (synchronous; run it off the event loop). Eleven queries,
     whatever the size of the catalog."""
     with transaction.atomic():
         version = read_version()
@@ -55,6 +57,14 @@ def load_snapshot() -> Snapshot:
         endpoints = _load_endpoints()
         names = _name_index(model_rows)
         keys = load_keys(workspaces, names, virtual)
+        catalog = CatalogNames(
+            names=names, providers=frozenset(providers), virtual=frozenset(virtual)
+        )
+        routes = load_routes(catalog)
+    workspaces = {
+        pk: replace(entry, routes=routes[pk]) if pk in routes else entry
+        for pk, entry in workspaces.items()
+    }
     return Snapshot(
         version=version,
         keys=keys,
@@ -66,9 +76,7 @@ def load_snapshot() -> Snapshot:
         base_urls=endpoints.base_urls,
         endpoint_timeouts=endpoints.timeouts,
         virtual=virtual,
-        catalog=CatalogNames(
-            names=names, providers=frozenset(providers), virtual=frozenset(virtual)
-        ),
+        catalog=catalog,
     )
 
 
@@ -179,21 +187,7 @@ def _model_entries(model_rows: list[Model]) -> dict[str, ModelEntry]:
 
 
 def _name_index(model_rows: list[Model]) -> dict[str, str]:
-    """Slug, aliases, and the bare name when unique in the catalog (SPEC D-11)."""
-    names: dict[str, str] = {}
-    bare_count: dict[str, int] = {}
-    for row in model_rows:
-        bare = row.slug.split("/", 1)[-1]
-        bare_count[bare] = bare_count.get(bare, 0) + 1
-    for row in model_rows:
-        bare = row.slug.split("/", 1)[-1]
-        if bare_count[bare] == 1:
-            names.setdefault(bare, row.slug)
-        for alias in row.aliases:
-            names.setdefault(alias, row.slug)
-    for row in model_rows:
-        names[row.slug] = row.slug  # a slug always wins over an alias
-    return names
+    return name_index((row.slug, row.aliases) for row in model_rows)
 
 
 def _load_virtual_models() -> dict[str, VirtualEntry]:

@@ -14,6 +14,7 @@ from routing.engine.adaptive import MIN_WEIGHT_FRACTION
 from routing.engine.auto.settings import AutoSettings
 from routing.engine.key_scope import PresetView
 from routing.engine.resolve import CatalogNames
+from routing.engine.routes import Route
 from routing.engine.tiers.choose import TierConfig
 from routing.engine.types import EndpointInfo, PolicyView
 from workspaces.secrets import Sealed
@@ -43,6 +44,18 @@ class CredentialEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class DeployedRoute:
+    """A route's deployed version (R-ROUTE-2). `route` is None when the stored version no
+    longer validates against the catalog (a model it names was removed): requests it would
+    handle are refused rather than routed some other way (`problem` says why)."""
+
+    slug: str
+    version: int
+    route: Route | None
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class WorkspaceEntry:
     id: int
     slug: str
@@ -55,6 +68,7 @@ class WorkspaceEntry:
     tiers: TierConfig | None = None  # smart tier routing; None = idle (R-TIER-1)
     auto: AutoSettings = field(default_factory=AutoSettings)  # auto router (R-AUTO-1, D-2)
     created: int = 0  # epoch seconds; `created` of its aliases in /v1/models
+    routes: dict[str, DeployedRoute] = field(default_factory=dict)  # deployed, by slug
 
 
 @dataclass(frozen=True, slots=True)

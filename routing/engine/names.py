@@ -4,7 +4,7 @@ to the catalog slug. Pure."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # `-2024-08-06` or `-20240806` at the end of an id.
 _DATE_SUFFIX = re.compile(r"-(?:\d{4}-\d{2}-\d{2}|\d{8})$")
@@ -25,3 +25,24 @@ def resolve_model_name(names: Mapping[str, str], raw: str) -> str | None:
         if slug is not None:
             return slug
     return None
+
+
+def name_index(models: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
+    """Every accepted spelling of each `(slug, aliases)` -> its slug: the slug, its
+    aliases, and its bare name when that is unique in the catalog (SPEC D-11). A slug
+    always wins over another model's alias of the same spelling."""
+    rows = [(slug, tuple(aliases)) for slug, aliases in models]
+    bare_count: dict[str, int] = {}
+    for slug, _aliases in rows:
+        bare = slug.split("/", 1)[-1]
+        bare_count[bare] = bare_count.get(bare, 0) + 1
+    names: dict[str, str] = {}
+    for slug, aliases in rows:
+        bare = slug.split("/", 1)[-1]
+        if bare_count[bare] == 1:
+            names.setdefault(bare, slug)
+        for alias in aliases:
+            names.setdefault(alias, slug)
+    for slug, _aliases in rows:
+        names[slug] = slug
+    return names

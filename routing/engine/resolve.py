@@ -266,7 +266,7 @@ def _parse_chain(
 # Session and metadata (chat only).
 
 
-def _session_id(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+def session_id_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
     """SPEC R-EXE-7 order: X-Session-Id, Session-Id (case-insensitive even in a plain dict),
     then body `session_id`. The rest of that chain (prompt_cache_key, metadata ids, the hash
     of key and opening messages) needs the API key, so it is the gateway's."""
@@ -301,6 +301,7 @@ def resolve(
     operation: str = "chat",
     preset_mode: str | None = None,
     workspace_mode: str | None = None,
+    data_class: str | None = None,
 ) -> RoutingRequest:
     """What one request asks of the router. Raises ResolveError (400) or UnknownModel (404).
 
@@ -337,9 +338,10 @@ def resolve(
         mode_source=mode_source,
         provider=provider,
         residency=residency,
-        session_id=_session_id(body, headers) if chat else None,
+        session_id=session_id_of(body, headers) if chat else None,
         session_affinity=routing["session_affinity"],
         metadata=_metadata(body.get("metadata")) if chat else {},
+        data_class=data_class,
         operation=operation,
         task=task or (workload.classify(body) if chat else "general"),
         task_source="request" if task else "classifier",

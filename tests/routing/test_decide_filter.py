@@ -14,7 +14,8 @@ from tests.routing.builders import ids, make_endpoint, make_policy, make_request
 # The contract's steps (R-DEC-2), earliest first; the capability step has two reasons.
 CONTRACT_ORDER = (
     {Reason.CATALOG_ONLY}, {Reason.STATUS_NOT_SERVING}, {Reason.SOVEREIGNTY_NOT_ALLOWED},
-    {Reason.DATA_CLASS_NOT_CLEARED}, {Reason.REGION_NOT_ALLOWED}, {Reason.CANNOT_GENERATE_TEXT, Reason.CANNOT_EMBED},
+    {Reason.DATA_CLASS_NOT_CLEARED}, {Reason.REGION_NOT_ALLOWED},
+    {Reason.CANNOT_GENERATE_TEXT, Reason.CANNOT_EMBED},
     {Reason.PROVIDER_DENIED}, {Reason.PROVIDER_IGNORED}, {Reason.PROVIDER_NOT_ALLOWED},
     {Reason.PROVIDER_NOT_IN_ONLY}, {Reason.PROVIDER_NOT_IN_ORDER}, {Reason.MODEL_DENIED},
     {Reason.MODEL_NOT_ALLOWED}, {Reason.PARTNER_DISABLED}, {Reason.NO_VISION},

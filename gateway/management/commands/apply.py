@@ -1,6 +1,7 @@
-"""`manage.py apply -f FILE.yaml [--dry-run]`: validate a configuration file and create or
-update what it describes, all or nothing (docs/configuration.md). Prints the report; on an
-invalid file prints every problem, one per line, to stderr and exits with status 1."""
+"""`manage.py apply -f FILE.yaml [--dry-run] [--deploy]`: validate a configuration file and
+create or update what it describes, all or nothing (docs/configuration.md); `--deploy` also
+deploys each route it names. Prints the report; on an invalid file prints every problem,
+one per line, to stderr and exits with status 1."""
 
 from __future__ import annotations
 
@@ -38,6 +39,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dry-run", action="store_true", help="validate and report, then roll back"
         )
+        parser.add_argument(
+            "--deploy", action="store_true",
+            help="also deploy each route of the file at its newest version",
+        )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["file"]
@@ -51,6 +56,7 @@ class Command(BaseCommand):
                 actor="cli:apply",
                 target="" if name == "-" else Path(name).name,
                 dry_run=options["dry_run"],
+                deploy=options["deploy"],
             )
         except ConfigError as exc:
             for error in exc.errors:

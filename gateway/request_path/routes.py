@@ -1,0 +1,194 @@
+"""Part of step 3 (resolve): the key's dynamic route (SPEC R-ROUTE-1, D-23, D-27). Of the
+routes attached to the key, the first deployed one whose `models` patterns match the
+requested model walks the request (routing/engine/routes/evaluate.py) with the key's usage
+this period; a request no attached route matches is resolved as usual.
+
+A reject node ends the request with its status (402 `budget_exceeded`, 429 `rate_limited`
+with `Retry-After`, 403 `route_rejected`). A model node rewrites what the request asks for
+before the model field is resolved: its model (or the requested one), its fallbacks —
+replacing the client's, and none at all with `allow_fallbacks: false` — and after
+resolving, its mode (below a mode the request asked for itself), its provider object
+(narrowing only) and its affinity switches. A fixed model so beats the auto router, and the
+record keeps the override. Pure over the request and its `RoutingState`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gateway import metrics
+from gateway.errors import ApiError, invalid
+from gateway.request_path.caller import Caller
+from gateway.state.request_state import Effects, RoutingState
+from routing.engine.resolve import ResolveError, session_id_of
+from routing.engine.routes import (
+    AUTO,
+    REQUESTED,
+    ModelNode,
+    RejectNode,
+    RouteFacts,
+    RouteOutcome,
+    evaluate,
+    narrow_provider,
+    route_for,
+    seconds_until_reset,
+)
+from routing.engine.types import AUTO_ALIASES, RoutingRequest
+
+REJECT_CODES = {402: "budget_exceeded", 429: "rate_limited", 403: "route_rejected"}
+DEFAULT_RETRY_AFTER_S = 60  # a 429 no exceeded period explains (D-27)
+ASKED_BY_REQUEST = frozenset({"suffix", "request"})  # modes a route does not override
+
+
+@dataclass(frozen=True, slots=True)
+class RouteChoice:
+    """The route that handled a request and what its walk decided."""
+
+    slug: str
+    version: int
+    outcome: RouteOutcome
+    requested_model: str  # as the client wrote it
+
+    @property
+    def node(self) -> ModelNode | None:
+        return self.outcome.model
+
+    def as_json(self) -> dict[str, Any]:
+        """The decision record's `route` (R-BEY-1): the nodes visited with why each exit
+        was taken, the model chosen and whether it overrode the auto router."""
+        node = self.node
+        model = None if node is None else (self.requested_model if node.model == REQUESTED
+                                           else node.model)  # fmt: skip
+        return {
+            "slug": self.slug,
+            "version": self.version,
+            "nodes": [
+                {"node": s.node, "type": s.type, "exit": s.exit, "next": s.next, "why": s.why}
+                for s in self.outcome.visited
+            ],
+            "terminal": self.outcome.visited[-1].node,
+            "model": model,
+            "overrode_auto": bool(model and self.requested_model in AUTO_ALIASES and model != AUTO),
+        }
+
+
+class RouteRejected(ApiError):
+    """A reject node's answer; carries the route record, so the trace keeps the walk."""
+
+    def __init__(self, choice: RouteChoice, node: RejectNode, now: float) -> None:
+        headers = {}
+        if node.status == 429:
+            period = choice.outcome.refused_period
+            wait = seconds_until_reset(period, now) if period else DEFAULT_RETRY_AFTER_S
+            headers["Retry-After"] = str(wait)
+        super().__init__(node.status, node.message, code=REJECT_CODES[node.status],
+                         headers=headers)  # fmt: skip
+        self.route = choice
+
+
+def route_request(
+    caller: Caller,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    state: RoutingState,
+    effects: Effects,
+    *,
+    operation: str,
+    seed: int,
+) -> tuple[dict[str, Any], RouteChoice | None]:
+    """The body the rest of resolve reads, and the route that handled it (None: none)."""
+    if not caller.key.routes:
+        return body, None
+    requested = _requested_model(body)
+    attached = [caller.workspace.routes.get(slug) for slug in caller.key.routes]
+    deployed = [entry for entry in attached if entry is not None]
+    if not deployed or requested is None:
+        return body, None
+    broken = [e for e in deployed if e.route is None]
+    handling = route_for([e.route for e in deployed if e.route is not None], requested)
+    if broken and (handling is None or _before(broken[0].slug, handling.slug, caller)):
+        raise ApiError(503, f"Route `{broken[0].slug}` cannot be used: {broken[0].problem}",
+                       code="route_unavailable")  # fmt: skip
+    if handling is None:
+        return body, None
+    entry = caller.workspace.routes[handling.slug]
+    facts = _facts(caller, body, headers, operation, requested, seed)
+    outcome = evaluate(handling, facts, state.usage.of(caller.key.pk, state.now))
+    choice = RouteChoice(handling.slug, entry.version, outcome, requested)
+    effects.count(metrics.ROUTE_REQUESTS, handling.slug, str(entry.version),
+                  outcome.visited[-1].node)  # fmt: skip
+    if outcome.reject is not None:
+        raise RouteRejected(choice, outcome.reject, state.now)
+    assert outcome.model is not None
+    return _rewritten(body, outcome.model, requested), choice
+
+
+def adjust(routing: RoutingRequest, choice: RouteChoice | None) -> RoutingRequest:
+    """The resolved request with what the route's model node says beyond the model."""
+    node = choice.node if choice is not None else None
+    if node is None:
+        return routing
+    changes: dict[str, Any] = {"provider": narrow_provider(routing.provider, node.provider)}
+    if node.mode is not None and routing.mode_source not in ASKED_BY_REQUEST:
+        changes.update(mode=node.mode, mode_source="route")
+    if not node.allow_fallbacks:
+        changes["fallbacks"] = ()
+    if node.session_affinity is not None:
+        changes["session_affinity"] = node.session_affinity and routing.session_affinity
+    if node.cache_affinity is False:
+        extra = {**changes["provider"].extra, "cache_aware_routing": False}
+        changes["provider"] = replace(changes["provider"], extra=extra)
+    return replace(routing, **changes)
+
+
+def _requested_model(body: Mapping[str, Any]) -> str | None:
+    model = body.get("model")
+    if model is None and isinstance(body.get("models"), list) and body["models"]:
+        model = body["models"][0]
+    return model if isinstance(model, str) else None
+
+
+def _before(first: str, second: str, caller: Caller) -> bool:
+    order = caller.key.routes
+    return order.index(first) < order.index(second)
+
+
+def _facts(
+    caller: Caller,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    operation: str,
+    requested: str,
+    seed: int,
+) -> RouteFacts:
+    try:
+        session_id = session_id_of(body, headers)
+    except ResolveError as error:
+        raise invalid(error.message, param=error.param) from None
+    metadata = body.get("metadata")
+    cache_key = body.get("prompt_cache_key")
+    return RouteFacts(
+        body=body,
+        headers={name.lower(): value for name, value in headers.items()},
+        metadata=metadata if isinstance(metadata, Mapping) else {},
+        operation=operation,
+        requested_model=requested,
+        session_id=session_id,
+        prompt_cache_key=cache_key if isinstance(cache_key, str) else None,
+        key_id=caller.key.pk,
+        seed=seed,
+    )
+
+
+def _rewritten(body: dict[str, Any], node: ModelNode, requested: str) -> dict[str, Any]:
+    model = requested if node.model == REQUESTED else node.model
+    if node.model == REQUESTED and not node.fallbacks:
+        return {**body, "model": model}  # the request's own fallbacks stay
+    fallbacks = [requested if f == REQUESTED else f for f in node.fallbacks]
+    rewritten = {k: v for k, v in body.items() if k != "models"}
+    rewritten["model"] = model
+    if fallbacks and node.allow_fallbacks:
+        rewritten["models"] = fallbacks  # with `model` given, every entry is a fallback
+    return rewritten
