@@ -35,9 +35,17 @@ class RequestTrace(models.Model):
     # for the auto router's child request (R-AUTO-2), whose parent is the client's trace.
     purpose = models.CharField(max_length=40, blank=True, default="")
     parent_id = models.UUIDField(null=True, blank=True, db_index=True)
+    # The dynamic route that handled the request, its version and the node that ended the
+    # walk (SPEC R-ROUTE-1): what the rollout guard's windows and replay select by.
+    route = models.CharField(max_length=64, blank=True, default="")
+    route_version = models.PositiveIntegerField(null=True, blank=True)
+    route_node = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
-        indexes = [models.Index(fields=["workspace", "-created_at"])]
+        indexes = [
+            models.Index(fields=["workspace", "-created_at"]),
+            models.Index(fields=["route", "route_version", "route_node", "-created_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} {self.requested_model} → {self.status_code}"

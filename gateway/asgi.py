@@ -9,7 +9,9 @@ hops per request, most of the gateway's CPU per call in the profile
 
 The wrapper also answers the lifespan protocol: at start-up the state shared between
 replicas is loaded from Redis when configured (gateway/state/shared_state.py); on shutdown the
-queued traces are flushed, the sharing stops and the upstream client is closed.
+queued traces are flushed, the sharing stops and the upstream client is closed. Without a
+Celery broker it also runs the periodic tasks (rollout guard, retention purge) on the
+worker's in-process scheduler (gateway/scheduler.py).
 """
 
 from __future__ import annotations
@@ -119,6 +121,7 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
+    from gateway import scheduler
     from gateway.state import request_state
     from gateway.upstream.client import close_client
 
@@ -126,8 +129,10 @@ async def _lifespan(receive: Any, send: Any) -> None:
         message = await receive()
         if message["type"] == "lifespan.startup":
             await request_state.start()
+            scheduler.start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            await scheduler.stop()
             await request_state.stop()
             await close_client()
             await send({"type": "lifespan.shutdown.complete"})

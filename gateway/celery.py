@@ -13,5 +13,7 @@ app = Celery("switchyard")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.beat_schedule = {
     "purge-expired-traces": {"task": "audit.tasks.purge_expired_traces", "schedule": 3600.0},
+    # Each guarded route is judged per its own interval_s; this is how often they are looked at.
+    "check-rollout-guards": {"task": "gateway.tasks.check_rollout_guards", "schedule": 5.0},
 }
 app.autodiscover_tasks()

@@ -146,6 +146,9 @@ GATEWAY = GatewaySettings(
     session_affinity=env.bool("SWITCHYARD_SESSION_AFFINITY", default=True),
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY.max_body_bytes
+# How often the rollout guard judges each guarded route (SPEC D-26); unset, each route's
+# own `rollout_guard.interval_s` (default 30). For tests and demos.
+ROLLOUT_GUARD_INTERVAL_S = env.float("SWITCHYARD_ROLLOUT_GUARD_INTERVAL_S", default=None)
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {

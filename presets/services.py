@@ -97,14 +97,20 @@ def rollback_route(
     actor: str,
     automatic: bool = False,
     numbers: Mapping[str, Any] | None = None,
+    only_if_deployed: int | None = None,
 ) -> RouteVersion:
     """Deploy an earlier version: `number`, or by default the version deployed before the
     current one. `automatic` marks the rollout guard's rollback, whose `numbers` (the
-    figures it compared, R-BEY-4) go into the audit event."""
+    figures it compared, R-BEY-4) go into the audit event. With `only_if_deployed`, nothing
+    happens unless that version is still the deployed one (the deployed one is returned):
+    two guards judging one route at once roll it back once."""
     with transaction.atomic():
         route = Route.objects.select_for_update().get(pk=route.pk)
         if route.deployed_id is None:
             raise RouteError(f"route {route.slug!r} is not deployed: nothing to roll back")
+        current = route.deployed
+        if only_if_deployed is not None and current and current.number != only_if_deployed:
+            return current
         if number is not None:
             version = _version(route, number)
         else:

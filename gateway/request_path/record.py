@@ -44,6 +44,7 @@ class RequestRecord:
     attempts: list[Attempt] = field(default_factory=list)
     anthropic_version: str = ""  # what a Messages client sent, kept as sent (R-API-9)
     route: RouteChoice | None = None  # the dynamic route that handled it (R-ROUTE-1, D-23)
+    route_inputs: dict[str, Any] | None = None  # a routed key's decision inputs (R-BEY-3)
 
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
@@ -64,6 +65,8 @@ def decision_record(record: RequestRecord) -> dict[str, Any]:
         decision["anthropic_version"] = record.anthropic_version
     if record.route is not None:
         decision["route"] = record.route.as_json()
+    if record.route_inputs is not None:
+        decision["route_inputs"] = record.route_inputs
     return decision
 
 
@@ -91,6 +94,13 @@ def switchyard_block(
         "attempts": len(record.attempts),
         **_route_fields(record.route),
     }
+
+
+def _route_columns(route: RouteChoice | None) -> dict[str, Any]:
+    if route is None:
+        return {}
+    return {"route": route.slug, "route_version": route.version,
+            "route_node": route.outcome.visited[-1].node}  # fmt: skip
 
 
 def _route_fields(route: RouteChoice | None) -> dict[str, Any]:
@@ -155,6 +165,7 @@ def finish(
             "ttfb_ms": ttfb_ms,
             "purpose": caller.purpose,
             "parent_id": caller.parent_id,
+            **_route_columns(record.route),
         }
     )
     if caller.key.routes and record.attempts:  # what its route's rate/budget nodes read

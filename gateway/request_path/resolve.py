@@ -16,7 +16,13 @@ from gateway.errors import ApiError, invalid
 from gateway.request_path.affinity import Session, session_of
 from gateway.request_path.auto import ChildRequest, classify_auto
 from gateway.request_path.caller import Caller
-from gateway.request_path.routes import RouteChoice, adjust, route_request
+from gateway.request_path.routes import (
+    RouteChoice,
+    RouteRejected,
+    adjust,
+    route_inputs,
+    route_request,
+)
 from gateway.request_path.tiers import TierOutcome, apply_tiers
 from gateway.state.request_state import Effects, RoutingState
 from routing.engine.data_classes import DataClassNotAllowed, request_data_class
@@ -37,6 +43,7 @@ class Resolved:
     auto: dict[str, Any] | None = None  # the auto router's workload verdict (R-AUTO-2)
     session: Session | None = None
     route: RouteChoice | None = None  # the dynamic route that handled it (R-ROUTE-1)
+    route_inputs: dict[str, Any] | None = None  # what a replay needs (R-BEY-3)
 
 
 async def resolve_request(
@@ -59,9 +66,14 @@ async def resolve_request(
     seed = route_seed(caller, headers)
     if smart:
         body = with_defaults(body, caller.key.preset)  # where the request is silent (R-PRE-1)
-    body, route = route_request(
-        caller, body, headers, state, effects, operation=route_operation, seed=seed
-    )
+    inputs = route_inputs(caller, body, headers, state, operation=route_operation, seed=seed)
+    try:
+        body, route = route_request(
+            caller, body, headers, state, effects, operation=route_operation, seed=seed
+        )
+    except RouteRejected as rejected:
+        rejected.inputs = inputs  # a refused request is replayed too
+        raise
     if smart:
         body, tier = apply_tiers(caller, headers, body, state, effects)
     data_class = data_class_of(caller, body, headers)
@@ -80,6 +92,7 @@ async def resolve_request(
         auto=auto,
         session=session_of(caller, headers, body, routing, state),
         route=route,
+        route_inputs=inputs,
     )
 
 

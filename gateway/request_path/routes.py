@@ -35,9 +35,20 @@ from routing.engine.routes import (
     route_for,
     seconds_until_reset,
 )
+from routing.engine.routes.periods import PERIODS
 from routing.engine.types import AUTO_ALIASES, RoutingRequest
 
 REJECT_CODES = {402: "budget_exceeded", 429: "rate_limited", 403: "route_rejected"}
+# What a trace keeps of a routed key's request for replay (R-BEY-3): decision inputs only.
+# Body fields that carry content are never kept, nor headers that carry credentials.
+CONTENT_FIELDS = frozenset({
+    "messages", "input", "prompt", "instructions", "system", "tools", "tool_choice",
+    "response_format", "functions", "logit_bias",
+})  # fmt: skip
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "proxy-authorization"})
+MAX_INPUTS = 16  # entries kept of the body, the headers and the metadata each
+MAX_INPUT_CHARS = 256
+MAX_PROVIDER_CHARS = 2000  # the request's `provider` object, kept whole when this small
 DEFAULT_RETRY_AFTER_S = 60  # a 429 no exceeded period explains (D-27)
 ASKED_BY_REQUEST = frozenset({"suffix", "request"})  # modes a route does not override
 
@@ -86,6 +97,7 @@ class RouteRejected(ApiError):
         super().__init__(node.status, node.message, code=REJECT_CODES[node.status],
                          headers=headers)  # fmt: skip
         self.route = choice
+        self.inputs: dict[str, Any] | None = None  # set by the resolve step, for the trace
 
 
 def route_request(
@@ -123,6 +135,63 @@ def route_request(
         raise RouteRejected(choice, outcome.reject, state.now)
     assert outcome.model is not None
     return _rewritten(body, outcome.model, requested), choice
+
+
+def route_inputs(
+    caller: Caller,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    state: RoutingState,
+    *,
+    operation: str,
+    seed: int,
+) -> dict[str, Any] | None:
+    """What a replay of another route version needs of this request (R-BEY-3): the facts a
+    condition or split may read — scalar body fields that are not content, the `x-`
+    headers but credentials, the metadata, the session and cache keys — and the key's usage
+    a rate or budget node read. Bounded; None for a key without routes."""
+    if not caller.key.routes:
+        return None
+    usage = state.usage.of(caller.key.pk, state.now)
+    cache_key = body.get("prompt_cache_key")
+    metadata = body.get("metadata")
+    provider = body.get("provider")  # the client's own, before a route narrows it
+    try:
+        session_id = session_id_of(body, headers)
+    except ResolveError:
+        session_id = None  # the model field's validation refuses the request anyway
+    return {
+        "requested_model": _requested_model(body),
+        "operation": operation,
+        "session_id": session_id,
+        "prompt_cache_key": cache_key if isinstance(cache_key, str) else None,
+        "seed": seed,
+        "body": _bounded({k: v for k, v in body.items() if k not in CONTENT_FIELDS}),
+        "headers": _bounded(
+            {
+                k.lower(): v
+                for k, v in headers.items()
+                if k.lower().startswith("x-") and k.lower() not in SECRET_HEADERS
+            }
+        ),  # fmt: skip
+        "metadata": _bounded(metadata if isinstance(metadata, Mapping) else {}),
+        "provider": provider
+        if isinstance(provider, Mapping) and len(str(provider)) <= (MAX_PROVIDER_CHARS)
+        else None,  # fmt: skip
+        "usage": {p: [usage.requests(p), usage.cost_micros(p)] for p in PERIODS},
+    }
+
+
+def _bounded(values: Mapping[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for key, value in values.items():
+        if len(kept) == MAX_INPUTS:
+            break
+        if isinstance(value, str):
+            kept[str(key)[:MAX_INPUT_CHARS]] = value[:MAX_INPUT_CHARS]
+        elif value is None or isinstance(value, bool | int | float):
+            kept[str(key)[:MAX_INPUT_CHARS]] = value
+    return kept
 
 
 def adjust(routing: RoutingRequest, choice: RouteChoice | None) -> RoutingRequest:

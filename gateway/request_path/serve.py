@@ -52,7 +52,7 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
         response = await _steps(request, operation, caller, record, body)
     except ApiError as error:
         if isinstance(error, RouteRejected):  # the trace keeps the walk that refused it
-            record.route = error.route
+            record.route, record.route_inputs = error.route, error.inputs
         if not operation.dry_run:  # a dry run records nothing, not even its failure (D-21)
             apply(finish(caller, record, status=error.status, error_code=error.code))
         return add_headers(operation.render_error(error), caller.trace_id, record)
@@ -91,6 +91,7 @@ async def _steps(
     record.requested_model = resolved.routing.requested_model
     record.routing, record.tier, record.auto = resolved.routing, resolved.tier, resolved.auto
     record.session, record.route = resolved.session, resolved.route
+    record.route_inputs = resolved.route_inputs
     plan = Plan(caller, resolved, state)  # 4
     if operation.dry_run:
         return operation.render(Served(caller, record, parsed, resolved, plan, None, None))

@@ -115,6 +115,13 @@ def test_r_route_1_a_condition_on_metadata_picks_the_model_and_says_why(fresh_li
         "why": "metadata.customer_plan equals 'pro': true",
     }  # fmt: skip
     assert (route["model"], route["overrode_auto"]) == ("anthropic/claude-sonnet-4", True)
+    # and it keeps the decision inputs a replay needs, never content or a credential (R-BEY-3)
+    inputs = trace.json()["decision"]["route_inputs"]
+    assert (inputs["requested_model"], inputs["metadata"]) == ("auto", {"customer_plan": "pro"})
+    assert "messages" not in inputs["body"]
+    assert "authorization" not in inputs["headers"]
+    assert "Say hello" not in trace.text
+    assert routed["support-bot"] not in trace.text
 
 
 def test_r_route_1_a_split_keeps_each_session_on_its_branch_in_its_shares(fresh_live, routed):

@@ -1,0 +1,68 @@
+"""The in-process scheduler of the embedded default (no Celery broker, `make run`): the
+periodic tasks Celery beat runs in production — the rollout guard (R-BEY-4) and the
+retention purge — run here on the gateway worker's event loop, their queries in its
+database thread. With several workers each runs them; both tasks are safe to run twice
+(the guard rolls a route back only while the version it judged is deployed, the purge
+deletes what is expired)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.utils import timezone
+
+from audit.retention import purge_expired_traces
+from gateway.rollout_guard import check_rollout_guards
+from gateway.state.db_thread import in_db_thread
+
+log = logging.getLogger(__name__)
+
+GUARD_TICK_S = 5.0  # how often routes are looked at; each is judged per its interval_s
+PURGE_EVERY_S = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    name: str
+    every_s: float
+    run: Callable[[], object]
+
+
+def jobs() -> list[Job]:
+    override = settings.ROLLOUT_GUARD_INTERVAL_S
+    return [
+        Job("rollout guard", override or GUARD_TICK_S,
+            lambda: check_rollout_guards(time.time(), interval_s=override)),
+        Job("retention purge", PURGE_EVERY_S, lambda: purge_expired_traces(timezone.now())),
+    ]  # fmt: skip
+
+
+_tasks: list[asyncio.Task[None]] = []
+
+
+def start() -> None:
+    """ASGI start-up, without a broker: run each job every `every_s` from now on."""
+    if settings.CELERY_BROKER_URL or _tasks:
+        return  # Celery beat runs them (gateway/celery.py)
+    _tasks.extend(asyncio.create_task(_every(job)) for job in jobs())
+
+
+async def stop() -> None:
+    for task in _tasks:
+        task.cancel()
+    await asyncio.gather(*_tasks, return_exceptions=True)
+    _tasks.clear()
+
+
+async def _every(job: Job) -> None:
+    while True:
+        await asyncio.sleep(job.every_s)
+        try:
+            await in_db_thread(job.run)()
+        except Exception:  # the next round tries again
+            log.exception("scheduled %s failed", job.name)

@@ -1,0 +1,14 @@
+"""Celery tasks of the gateway: one-line calls into the code the in-process scheduler
+runs too (gateway/scheduler.py)."""
+
+import time
+
+from celery import shared_task
+from django.conf import settings
+
+from gateway.rollout_guard import check_rollout_guards as check
+
+
+@shared_task(name="gateway.tasks.check_rollout_guards")
+def check_rollout_guards() -> int:
+    return len(check(time.time(), interval_s=settings.ROLLOUT_GUARD_INTERVAL_S))
