@@ -42,7 +42,15 @@ from routing.engine.routes import Route as RouteGraph
 from routing.engine.types import AUTO_ALIASES, LiveState, Mode, RoutingRequest
 
 SAMPLE_SIZE = 20  # trace ids listed in the report
+DURATION_UNITS = {"m": 60, "h": 3600, "d": 86400}
 MAX_TRACES = 100_000
+
+
+def parse_duration(text: str) -> float:
+    """`30m`, `24h`, `7d` as seconds (D-25); ValueError for anything else."""
+    if len(text) < 2 or text[-1] not in DURATION_UNITS or not text[:-1].isdigit():
+        raise ValueError(f"{text!r} is not a duration such as 30m, 24h or 7d")
+    return float(int(text[:-1]) * DURATION_UNITS[text[-1]])
 
 
 @dataclass

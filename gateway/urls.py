@@ -19,11 +19,14 @@ from gateway.api import openapi, views
 from gateway.api.readiness import healthz
 
 # The management API (SPEC R-MGT-1): every resource lives under /api/v1/workspaces/{ws}/,
-# each app contributing its own (workspaces/urls.py: keys). Served by the full Django
-# stack (sessions, CSRF) because /api/v1/ is not one of gateway/asgi.py's API_PREFIXES.
+# each app contributing its own: presets/urls.py presets, routes and `keys` (workspaces'
+# keys viewset extended with the key settings stored in presets, registered there in its
+# place); workspaces/urls.py the other tenancy resources. Served by the full Django stack
+# (sessions, CSRF) because /api/v1/ is not one of gateway/asgi.py's API_PREFIXES.
 WORKSPACE_RESOURCES = "workspaces/<slug:ws>/"
 management_api = [
     path(f"api/v1/{WORKSPACE_RESOURCES}", include("workspaces.urls")),
+    path(f"api/v1/{WORKSPACE_RESOURCES}", include("presets.urls")),
 ]
 management_schema = SpectacularAPIView.as_view(
     patterns=management_api,  # only /api/v1: /v1 is described at /v1/openapi.json

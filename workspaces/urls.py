@@ -1,11 +1,12 @@
 """The workspace resources of the management API, mounted by gateway/urls.py under
-`/api/v1/workspaces/<slug:ws>/` (no trailing slashes, like `/v1`)."""
+`/api/v1/workspaces/<slug:ws>/` (no trailing slashes, like `/v1`).
+
+`keys` (workspaces.views.ApiKeyViewSet) is not registered here: presets/urls.py registers
+its subclass, which adds the key settings stored in presets (workspaces may not import
+presets), under the same prefix and basename."""
 
 from rest_framework.routers import SimpleRouter
 
-from workspaces.views import ApiKeyViewSet
-
 router = SimpleRouter(trailing_slash=False)
-router.register("keys", ApiKeyViewSet, basename="api-key")
 
 urlpatterns = router.urls

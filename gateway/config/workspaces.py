@@ -21,6 +21,7 @@ from gateway.config.fields import (
     MODEL_SLUG,
     SLUG,
     Fields,
+    Issues,
     Known,
     check_unique,
     is_json,
@@ -230,27 +231,30 @@ def _auto_router(fields: Fields | None, known: Known) -> dict[str, Any] | None:
 
 
 def _presets(workspace: Fields) -> tuple[PresetSpec, ...]:
-    specs = []
-    for path, raw in workspace.items("presets", default=()):
-        fields = Fields(raw, path, workspace.issues, PRESET_KEYS)
-        params: dict[str, Any] = {}
-        for param_path, name, value in fields.entries("default_params"):
-            if is_json(value):
-                params[name] = value
-            else:
-                fields.issues.add(param_path, "must be a JSON value (string, number, list, ...)")
-        specs.append(
-            PresetSpec(
-                slug=fields.text("slug", pattern=SLUG, hint="a slug", max_length=64),
-                allowed_models=fields.texts("allowed_models"),
-                provider_allow=fields.texts("provider_allow"),
-                provider_ignore=fields.texts("provider_ignore"),
-                default_prompt=fields.text(
-                    "default_prompt", default="", max_length=MAX_PROMPT_CHARS
-                ),
-                default_params=params,
-            )
-        )
+    specs = [
+        parse_preset(raw, path, workspace.issues)
+        for path, raw in workspace.items("presets", default=())
+    ]
     keys = [(f"{workspace.at('presets')}[{i}].slug", s.slug) for i, s in enumerate(specs)]
     check_unique(workspace.issues, keys)
     return tuple(specs)
+
+
+def parse_preset(raw: object, path: str, issues: Issues) -> PresetSpec:
+    """One preset (R-PRE-1) at `path`, its problems added to `issues`: the rules of
+    `apply`, which the management API's `presets` resource validates with too."""
+    fields = Fields(raw, path, issues, PRESET_KEYS)
+    params: dict[str, Any] = {}
+    for param_path, name, value in fields.entries("default_params"):
+        if is_json(value):
+            params[name] = value
+        else:
+            fields.issues.add(param_path, "must be a JSON value (string, number, list, ...)")
+    return PresetSpec(
+        slug=fields.text("slug", pattern=SLUG, hint="a slug", max_length=64),
+        allowed_models=fields.texts("allowed_models"),
+        provider_allow=fields.texts("provider_allow"),
+        provider_ignore=fields.texts("provider_ignore"),
+        default_prompt=fields.text("default_prompt", default="", max_length=MAX_PROMPT_CHARS),
+        default_params=params,
+    )

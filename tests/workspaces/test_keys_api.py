@@ -45,6 +45,10 @@ def test_create_returns_the_key_once_with_its_secret(workspace, owner):
         "created_at": key.created_at.isoformat().replace("+00:00", "Z"),
         "expires_at": None,
         "revoked_at": None,
+        "allowed_models": [],
+        "preset": None,
+        "routes": [],
+        "settings_expires_at": None,
         "key": body["key"],
     }
     lookup_id, secret = split_key(body["key"])

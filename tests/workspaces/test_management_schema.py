@@ -62,6 +62,7 @@ def test_a_key_as_shown_holds_no_secret(schema):
     # then
     assert set(shown) == {
         "id", "name", "prefix", "status", "created_at", "expires_at", "revoked_at",
+        "allowed_models", "preset", "routes", "settings_expires_at",
     }  # fmt: skip
     status = schema["components"]["schemas"]["ApiKeyStatus"]
     assert shown["status"] == {
@@ -78,7 +79,13 @@ def test_patch_takes_name_and_expiry_all_optional(schema):
     # then
     body = patch["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     assert body == "#/components/schemas/PatchedApiKeyRequest"
-    assert set(patched["properties"]) == {"name", "expires_at"}
+    assert set(patched["properties"]) == {
+        "name",
+        "expires_at",
+        "allowed_models",
+        "preset",
+        "routes",
+    }
     assert "required" not in patched
 
 

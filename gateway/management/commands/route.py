@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gateway.replay import replay_route
+from gateway.replay import parse_duration, replay_route
 from presets.models import Route
 from presets.services import RouteError, deploy_route, diff_versions, rollback_route
 from routing.engine.routes import RouteInvalid
@@ -96,8 +96,7 @@ class Command(BaseCommand):
 
 
 def _duration(text: str) -> float:
-    """`30m`, `24h`, `7d` as seconds (D-25)."""
-    units = {"m": 60, "h": 3600, "d": 86400}
-    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration such as 30m, 24h or 7d")
-    return int(text[:-1]) * units[text[-1]]
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
