@@ -95,6 +95,7 @@ def _create_stores() -> _SharedStores:
         stores.sharing.share_session_pins("cache", stores.cache_pins)
         stores.sharing.share_session_pins("warm", stores.warm_targets)
         stores.sharing.share_tier_pins(stores.tier_pins)
+        stores.sharing.on_config_change(lambda: snapshots().check_now())
     return stores
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 
 import orjson
 import redis.asyncio as redis
+from redis import Redis as SyncRedis
 from redis.exceptions import RedisError
 
 from routing.engine.affinity.keeping import SessionPins
@@ -56,6 +58,7 @@ REDIS_ERRORS = (RedisError, OSError)  # OSError covers refused connections and t
 
 COOLDOWNS = "cooldowns"
 TIER_PINS = "tier_pins"
+CONFIG = "config"  # a message only, never a key: "the configuration version moved"
 
 Apply = Callable[[str, str, float], None]  # (key, value, until) into a local store
 
@@ -95,6 +98,12 @@ class SharedState:
         kind = f"pins:{name}"
         store.listener = lambda key, endpoint, until: self._send(kind, key, endpoint, until)
         self._appliers[kind] = store.apply_remote
+
+    def on_config_change(self, changed: Callable[[], None]) -> None:
+        """Call `changed` when a writer says the configuration changed (a deploy, a revoked
+        key: `announce_config_change`), so this replica checks its snapshot at once instead
+        of at its next poll."""
+        self._appliers[CONFIG] = lambda _key, _value, _until: changed()
 
     def share_tier_pins(self, store: InProcessTierPins) -> None:
         store.listener = lambda key, until: self._send(TIER_PINS, key, HARD, until)
@@ -258,3 +267,24 @@ class SharedState:
         if self._down:
             self._down = False
             log.info("shared state: Redis reachable again; sharing cooldowns and pins")
+
+
+def announce_config_change(url: str, prefix: str) -> None:
+    """Tell every replica, now, that the configuration version moved (synchronous: the
+    writer is a management command or a management API view). The replicas' readers
+    check their snapshot's version stamp at once; Redis down, they notice at their next
+    poll (SWITCHYARD_SNAPSHOT_POLL_S) as without Redis."""
+    record = orjson.dumps({"node": "writer", "store": CONFIG, "key": "version", "value": "",
+                           "until": time.time() + 60})  # fmt: skip
+    try:
+        _announcer(url).publish(f"{prefix}:changes", record)
+    except REDIS_ERRORS as error:
+        log.warning("could not announce a configuration change on Redis (%s)", error)
+
+
+@functools.cache
+def _announcer(url: str) -> SyncRedis:
+    """One pooled client per process: an `apply` saving many rows announces each."""
+    return SyncRedis.from_url(
+        url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=COMMAND_TIMEOUT_S
+    )

@@ -16,12 +16,14 @@ import asyncio
 import logging
 import time
 
+from django.conf import settings
 from django.db import models, transaction
 from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from gateway.models import ConfigVersion
 from gateway.state.db_thread import in_db_thread
+from gateway.state.shared_state import announce_config_change
 from gateway.state.snapshot_load import load_snapshot, read_version
 from gateway.state.snapshot_types import (
     CredentialEntry,
@@ -84,6 +86,13 @@ class SnapshotHolder:
             self._refresh = asyncio.create_task(self._check())
         return snapshot
 
+    def check_now(self) -> None:
+        """Check the version stamp at once (another process announced a change on Redis)
+        rather than at the next poll; in the event loop's thread."""
+        if self._snapshot is not None and self._refresh is None:
+            self._checked_at = time.monotonic()
+            self._refresh = asyncio.create_task(self._check())
+
     async def reload(self) -> Snapshot:
         self._snapshot = await in_db_thread(load_snapshot)()
         self._checked_at = time.monotonic()
@@ -112,6 +121,10 @@ def _on_config_change(sender: type[models.Model], **kwargs: object) -> None:
     if kwargs.get("raw"):
         return  # fixture loading
     transaction.on_commit(bump_version)
+    if settings.REDIS_URL:  # replicas sharing Redis check at once, not at their next poll
+        transaction.on_commit(
+            lambda: announce_config_change(settings.REDIS_URL, settings.SHARED_STATE_PREFIX)
+        )
 
 
 def connect_invalidation_signals() -> None:
