@@ -1,4 +1,5 @@
-"""`python -m bench [--quick] [--duration S] [--workers N] [--server ...] [--transport ...]`:
+"""`python -m bench [--quick] [--duration S] [--workers N] [--server ...] [--transport ...]
+[--no-messages] [--no-routes]`:
 run the benchmark, print the Markdown report and write it to var/bench-latest.md."""
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     parser.add_argument("--transport", choices=("aiohttp", "httpx"), default="aiohttp")
     parser.add_argument("--no-messages", action="store_true",
                         help="skip the Anthropic Messages path (/v1/messages)")  # fmt: skip
+    parser.add_argument("--no-routes", action="store_true",
+                        help="skip the key with a three-node route")  # fmt: skip
     args = parser.parse_args(argv)
     duration_s = args.duration or (QUICK_DURATION_S if args.quick else FULL_DURATION_S)
     if not 0 < duration_s <= MAX_DURATION_S or not 0 <= args.warmup <= MAX_DURATION_S:
@@ -45,6 +48,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         concurrencies=QUICK_CONCURRENCIES if args.quick else FULL_CONCURRENCIES,
         gateway=GatewayOptions(args.workers, args.server, args.transport),
         messages=not args.no_messages,
+        routes=not args.no_routes,
     )
 
 

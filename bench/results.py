@@ -54,7 +54,7 @@ class Measurement:
     upstream_calls: int  # requests the fake upstream saw meanwhile
     cpu: CpuShare
     error_samples: Sequence[str] = field(default_factory=tuple)
-    api: str = "chat"  # "chat" | "messages"
+    api: str = "chat"  # "chat" | "messages" | "routed" (chat from a key with a route)
 
     @property
     def mode(self) -> str:

@@ -30,6 +30,7 @@ from bench.procs import (
 from bench.results import Measurement, Pair, RssSample, Verdict, judge_bars
 from bench.stack import (
     GATEWAY_MODEL,
+    ROUTED_MODEL,
     UPSTREAM_MODEL,
     GatewayOptions,
     bench_env,
@@ -55,6 +56,7 @@ class BenchOptions:
     concurrencies: tuple[int, ...]
     gateway: GatewayOptions
     messages: bool = True  # also the Anthropic Messages path, against the same direct runs
+    routes: bool = True  # also chat from a key with a three-node route (bench/stack.py)
 
 
 @dataclass
@@ -88,19 +90,22 @@ def run_bench(options: BenchOptions) -> BenchReport:
             report.fake_alone.append(_measure(fake, alone, load, probe))
 
         env = bench_env(workdir / "bench.sqlite3", options.gateway.transport)
-        api_key = prepare_database(env, fake.base_url, workdir)
+        api_key, routed_key = prepare_database(env, fake.base_url, workdir)
         gateway, tree = _start_gateway(stack, env, options.gateway)
         via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, api_key)
         probe = Probe(fake.process.pid, cpus, tree, gateway.port)
         report.rss.append(_rss("idle, before load", tree))
         messages = replace(via, url=f"{gateway.base_url}/messages", api="messages")
+        routed = replace(via, model=ROUTED_MODEL, api_key=routed_key, api="routed")
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
                 straight = _measure(fake, direct, load, probe)
                 report.pairs.append(Pair(straight, _measure(fake, via, load, probe)))
-                if options.messages:  # the same direct run is the baseline of both paths
+                if options.messages:  # the same direct run is the baseline of every path
                     report.pairs.append(Pair(straight, _measure(fake, messages, load, probe)))
+                if options.routes:
+                    report.pairs.append(Pair(straight, _measure(fake, routed, load, probe)))
                 # After every scenario, so that growth can be told from a plateau.
                 report.rss.append(_rss(f"after {load_name(stream)} c{concurrency}", tree))
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)

@@ -1,6 +1,8 @@
 """What the benchmark runs against: a throw-away SQLite database holding a one-endpoint
-catalog that points at the fake upstream (loaded with `manage.py apply -f`), a workspace
-key, and the gateway's environment.
+catalog that points at the fake upstream (loaded with `manage.py apply -f`), two workspace
+keys — a plain one, and one with a three-node dynamic route attached (condition → split →
+model, the route's cost measured against the plain key in the same run) — and the
+gateway's environment.
 
 Nothing here touches the developer's database: every `manage.py` call and the gateway
 get DATABASE_URL pointing into the benchmark's temporary directory.
@@ -16,6 +18,8 @@ import yaml
 from gateway.processes import base_env, manage
 
 GATEWAY_MODEL = "meta/llama-3.3-70b"
+ROUTED_MODEL = "bench-routed"  # a name only the route handles; its model nodes pick GATEWAY_MODEL
+ROUTED_KEY_NAME = "routed"
 UPSTREAM_MODEL = "llama-up"
 WORKSPACE = "bench"
 # The credential the gateway sends upstream; the fake accepts any, but a provider needs one.
@@ -46,13 +50,16 @@ def bench_env(db_path: Path, transport: str) -> dict[str, str]:
     )
 
 
-def prepare_database(env: dict[str, str], upstream_base_url: str, workdir: Path) -> str:
-    """Migrate the empty database, load the catalog, return a new workspace key."""
+def prepare_database(env: dict[str, str], upstream_base_url: str, workdir: Path) -> tuple[str, str]:
+    """Migrate the empty database, load the catalog and deploy the route; return a plain
+    workspace key and one with the route attached."""
     manage("migrate", "--noinput", env=env)
     config = workdir / "bench-catalog.yaml"
     config.write_text(yaml.safe_dump(catalog(upstream_base_url), sort_keys=False))
-    manage("apply", "-f", str(config), env=env)
-    return manage("createkey", "--workspace", WORKSPACE, env=env).strip()
+    manage("apply", "-f", str(config), "--deploy", env=env)
+    plain = manage("createkey", "--workspace", WORKSPACE, env=env).strip()
+    routed = manage("createkey", "--workspace", WORKSPACE, "--name", ROUTED_KEY_NAME, env=env)
+    return plain, routed.strip()
 
 
 def catalog(upstream_base_url: str) -> dict[str, object]:
@@ -80,5 +87,30 @@ def catalog(upstream_base_url: str) -> dict[str, object]:
                 "price": {"input": 1, "output": 1},
             }
         ],
-        "workspaces": [{"slug": WORKSPACE, "name": WORKSPACE, "policy": {}}],
+        "workspaces": [
+            {
+                "slug": WORKSPACE,
+                "name": WORKSPACE,
+                "policy": {},
+                "routes": [ROUTE],
+                "keys": [{"name": ROUTED_KEY_NAME, "routes": [ROUTE["slug"]]}],
+            }
+        ],
     }
+
+
+# Three nodes on every request's walk: the condition (no metadata: `else`), the split (by
+# session, falling back to the key id), a model node.
+ROUTE = {
+    "slug": "bench-route",
+    "models": [ROUTED_MODEL],
+    "start": "plan",
+    "nodes": {
+        "plan": {"type": "condition", "field": "metadata.tier", "op": "equals",
+                 "value": "gold", "then": "a", "else": "split"},
+        "split": {"type": "split", "by": "session",
+                  "branches": [{"weight": 90, "next": "a"}, {"weight": 10, "next": "b"}]},
+        "a": {"type": "model", "model": GATEWAY_MODEL},
+        "b": {"type": "model", "model": GATEWAY_MODEL, "mode": "price"},
+    },
+}  # fmt: skip

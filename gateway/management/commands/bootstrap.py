@@ -38,7 +38,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not options["demo"]:
             raise CommandError("only `bootstrap --demo` exists so far")
-        report = apply_config(yaml.safe_load(DEMO_CONFIG.read_text()), actor="cli:bootstrap")
+        demo = yaml.safe_load(DEMO_CONFIG.read_text())
+        report = apply_config(demo, actor="cli:bootstrap", deploy=True)  # its routes too
         password = _admin_password()
         users = get_user_model().objects
         if not users.filter(username="admin").exists():
