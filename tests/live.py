@@ -135,6 +135,19 @@ class Live:
     def manage(self, *args: str, env_extra: dict[str, str] | None = None) -> str:
         return manage(*args, env={**self.env, **(env_extra or {})})
 
+    def new_key(self, workspace: str, name: str, timeout_s: float = 5) -> str:
+        """A key made with `createkey --name`, once the gateway's snapshot has it."""
+        key = self.manage("createkey", "--workspace", workspace, "--name", name).strip()
+        client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                client.models.list()
+                return key
+            except openai.AuthenticationError:
+                assert time.monotonic() < deadline, "the new key was never accepted"
+                time.sleep(0.05)
+
     def wait_for_model(self, client: openai.OpenAI, model: str, timeout_s: float = 5) -> None:
         """Configuration applied while the gateway runs shows up within one snapshot poll."""
         deadline = time.monotonic() + timeout_s

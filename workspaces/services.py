@@ -200,8 +200,13 @@ def find_key(key_or_prefix: str) -> ApiKey:
 def revoke_api_key(key: ApiKey, *, actor: str) -> bool:
     """Revoke; False when it already was. Gateways stop accepting it within one snapshot
     poll (SWITCHYARD_SNAPSHOT_POLL_S)."""
+    return _revoke(key, "api_key.revoke", actor)
+
+
+def _revoke(secret: ApiKey | ManagementToken, action: str, actor: str) -> bool:
+    """Revoke a key or token (the row locked, audited); False when it already was."""
     with transaction.atomic():
-        current = ApiKey.objects.select_for_update().get(pk=key.pk)
+        current = type(secret).objects.select_for_update().get(pk=secret.pk)
         if current.revoked_at is not None:
             return False
         current.revoked_at = timezone.now()
@@ -209,11 +214,11 @@ def revoke_api_key(key: ApiKey, *, actor: str) -> bool:
         AdminEvent.objects.create(
             actor=actor,
             workspace=current.workspace,
-            action="api_key.revoke",
+            action=action,
             target=current.prefix,
             changes=_diff({"revoked_at": None}, {"revoked_at": current.revoked_at}),
         )
-    key.revoked_at = current.revoked_at
+    secret.revoked_at = current.revoked_at
     return True
 
 
@@ -263,21 +268,7 @@ def create_management_token(
 
 def revoke_management_token(token: ManagementToken, *, actor: str) -> bool:
     """Revoke; False when it already was. The next request with it is a 401."""
-    with transaction.atomic():
-        current = ManagementToken.objects.select_for_update().get(pk=token.pk)
-        if current.revoked_at is not None:
-            return False
-        current.revoked_at = timezone.now()
-        current.save(update_fields=["revoked_at"])
-        AdminEvent.objects.create(
-            actor=actor,
-            workspace=current.workspace,
-            action="management_token.revoke",
-            target=current.prefix,
-            changes=_diff({"revoked_at": None}, {"revoked_at": current.revoked_at}),
-        )
-    token.revoked_at = current.revoked_at
-    return True
+    return _revoke(token, "management_token.revoke", actor)
 
 
 def set_membership(workspace: Workspace, user: Any, *, role: str, actor: str) -> Membership:

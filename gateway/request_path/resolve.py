@@ -20,6 +20,7 @@ from gateway.request_path.routes import (
     RouteChoice,
     RouteRejected,
     adjust,
+    route_facts,
     route_inputs,
     route_request,
 )
@@ -66,11 +67,12 @@ async def resolve_request(
     seed = route_seed(caller, headers)
     if smart:
         body = with_defaults(body, caller.key.preset)  # where the request is silent (R-PRE-1)
-    inputs = route_inputs(caller, body, headers, state, operation=route_operation, seed=seed)
+    facts = route_facts(caller, body, headers, operation=route_operation, seed=seed)
+    inputs = None
+    if facts is not None:  # a key with routes: its traces keep what a replay needs
+        inputs = route_inputs(facts, body, state.usage.of(caller.key.pk, state.now))
     try:
-        body, route = route_request(
-            caller, body, headers, state, effects, operation=route_operation, seed=seed
-        )
+        body, route = route_request(caller, body, facts, state, effects)
     except RouteRejected as rejected:
         rejected.inputs = inputs  # a refused request is replayed too
         raise

@@ -30,6 +30,7 @@ from routing.engine.routes import (
     RejectNode,
     RouteFacts,
     RouteOutcome,
+    Usage,
     evaluate,
     narrow_provider,
     route_for,
@@ -100,86 +101,87 @@ class RouteRejected(ApiError):
         self.inputs: dict[str, Any] | None = None  # set by the resolve step, for the trace
 
 
-def route_request(
+def route_facts(
     caller: Caller,
     body: dict[str, Any],
     headers: Mapping[str, str],
-    state: RoutingState,
-    effects: Effects,
     *,
     operation: str,
     seed: int,
+) -> RouteFacts | None:
+    """What a route may read of the request; None for a key without routes or a request
+    that names no model (the model field's validation refuses it)."""
+    requested = _requested_model(body)
+    if not caller.key.routes or requested is None:
+        return None
+    try:
+        session_id = session_id_of(body, headers)
+    except ResolveError as error:
+        raise invalid(error.message, param=error.param) from None
+    metadata = body.get("metadata")
+    cache_key = body.get("prompt_cache_key")
+    return RouteFacts(
+        body=body,
+        headers={name.lower(): value for name, value in headers.items()},
+        metadata=metadata if isinstance(metadata, Mapping) else {},
+        operation=operation,
+        requested_model=requested,
+        session_id=session_id,
+        prompt_cache_key=cache_key if isinstance(cache_key, str) else None,
+        key_id=caller.key.pk,
+        seed=seed,
+    )
+
+
+def route_request(
+    caller: Caller,
+    body: dict[str, Any],
+    facts: RouteFacts | None,
+    state: RoutingState,
+    effects: Effects,
 ) -> tuple[dict[str, Any], RouteChoice | None]:
     """The body the rest of resolve reads, and the route that handled it (None: none)."""
-    if not caller.key.routes:
+    if facts is None:
         return body, None
-    requested = _requested_model(body)
     attached = [caller.workspace.routes.get(slug) for slug in caller.key.routes]
     deployed = [entry for entry in attached if entry is not None]
-    if not deployed or requested is None:
-        return body, None
     broken = [e for e in deployed if e.route is None]
-    handling = route_for([e.route for e in deployed if e.route is not None], requested)
+    handling = route_for([e.route for e in deployed if e.route is not None], facts.requested_model)
     if broken and (handling is None or _before(broken[0].slug, handling.slug, caller)):
         raise ApiError(503, f"Route `{broken[0].slug}` cannot be used: {broken[0].problem}",
                        code="route_unavailable")  # fmt: skip
     if handling is None:
         return body, None
-    entry = caller.workspace.routes[handling.slug]
-    facts = _facts(caller, body, headers, operation, requested, seed)
+    version = caller.workspace.routes[handling.slug].version
     outcome = evaluate(handling, facts, state.usage.of(caller.key.pk, state.now))
-    choice = RouteChoice(handling.slug, entry.version, outcome, requested)
-    effects.count(metrics.ROUTE_REQUESTS, handling.slug, str(entry.version),
-                  outcome.visited[-1].node)  # fmt: skip
+    choice = RouteChoice(handling.slug, version, outcome, facts.requested_model)
+    effects.count(metrics.ROUTE_REQUESTS, handling.slug, str(version), outcome.visited[-1].node)
     if outcome.reject is not None:
         raise RouteRejected(choice, outcome.reject, state.now)
     assert outcome.model is not None
-    return _rewritten(body, outcome.model, requested), choice
+    return _rewritten(body, outcome.model, facts.requested_model), choice
 
 
-def route_inputs(
-    caller: Caller,
-    body: dict[str, Any],
-    headers: Mapping[str, str],
-    state: RoutingState,
-    *,
-    operation: str,
-    seed: int,
-) -> dict[str, Any] | None:
+def route_inputs(facts: RouteFacts, body: Mapping[str, Any], usage: Usage) -> dict[str, Any]:
     """What a replay of another route version needs of this request (R-BEY-3): the facts a
     condition or split may read — scalar body fields that are not content, the `x-`
-    headers but credentials, the metadata, the session and cache keys — and the key's usage
-    a rate or budget node read. Bounded; None for a key without routes."""
-    if not caller.key.routes:
-        return None
-    usage = state.usage.of(caller.key.pk, state.now)
-    cache_key = body.get("prompt_cache_key")
-    metadata = body.get("metadata")
+    headers but credentials, the metadata, the session and cache keys, the request's own
+    `provider` object — and the key's usage a rate or budget node read. Bounded."""
     provider = body.get("provider")  # the client's own, before a route narrows it
-    try:
-        session_id = session_id_of(body, headers)
-    except ResolveError:
-        session_id = None  # the model field's validation refuses the request anyway
+    kept_provider = isinstance(provider, Mapping) and len(str(provider)) <= MAX_PROVIDER_CHARS
     return {
-        "requested_model": _requested_model(body),
-        "operation": operation,
-        "session_id": session_id,
-        "prompt_cache_key": cache_key if isinstance(cache_key, str) else None,
-        "seed": seed,
+        "requested_model": facts.requested_model,
+        "operation": facts.operation,
+        "session_id": facts.session_id,
+        "prompt_cache_key": facts.prompt_cache_key,
+        "seed": facts.seed,
         "body": _bounded({k: v for k, v in body.items() if k not in CONTENT_FIELDS}),
-        "headers": _bounded(
-            {
-                k.lower(): v
-                for k, v in headers.items()
-                if k.lower().startswith("x-") and k.lower() not in SECRET_HEADERS
-            }
-        ),  # fmt: skip
-        "metadata": _bounded(metadata if isinstance(metadata, Mapping) else {}),
-        "provider": provider
-        if isinstance(provider, Mapping) and len(str(provider)) <= (MAX_PROVIDER_CHARS)
-        else None,  # fmt: skip
+        "headers": _bounded({name: value for name, value in facts.headers.items()
+                             if name.startswith("x-") and name not in SECRET_HEADERS}),
+        "metadata": _bounded(facts.metadata),
+        "provider": provider if kept_provider else None,
         "usage": {p: [usage.requests(p), usage.cost_micros(p)] for p in PERIODS},
-    }
+    }  # fmt: skip
 
 
 def _bounded(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -222,33 +224,6 @@ def _requested_model(body: Mapping[str, Any]) -> str | None:
 def _before(first: str, second: str, caller: Caller) -> bool:
     order = caller.key.routes
     return order.index(first) < order.index(second)
-
-
-def _facts(
-    caller: Caller,
-    body: dict[str, Any],
-    headers: Mapping[str, str],
-    operation: str,
-    requested: str,
-    seed: int,
-) -> RouteFacts:
-    try:
-        session_id = session_id_of(body, headers)
-    except ResolveError as error:
-        raise invalid(error.message, param=error.param) from None
-    metadata = body.get("metadata")
-    cache_key = body.get("prompt_cache_key")
-    return RouteFacts(
-        body=body,
-        headers={name.lower(): value for name, value in headers.items()},
-        metadata=metadata if isinstance(metadata, Mapping) else {},
-        operation=operation,
-        requested_model=requested,
-        session_id=session_id,
-        prompt_cache_key=cache_key if isinstance(cache_key, str) else None,
-        key_id=caller.key.pk,
-        seed=seed,
-    )
 
 
 def _rewritten(body: dict[str, Any], node: ModelNode, requested: str) -> dict[str, Any]:

@@ -50,6 +50,7 @@ ROUTES = """\
       - {name: limited-bot, routes: [limited]}
       - {name: draft-bot, routes: [draft-only]}
       - {name: switch-bot, routes: [switchable]}
+      - {name: narrow-bot, allowed_models: ["meta/*"], routes: [draft-only, limited]}
 """
 
 
@@ -59,27 +60,14 @@ def _apply(live: Live, body: str, *flags: str) -> str:
     return live.manage("apply", "-f", str(path), *flags)
 
 
-def _key(live: Live, name: str) -> str:
-    key = live.manage("createkey", "--workspace", "routed", "--name", name).strip()
-    client = openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0)
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            client.models.list()
-            return key
-        except openai.AuthenticationError:
-            assert time.monotonic() < deadline, "the new key was never accepted"
-            time.sleep(0.05)
-
-
 @pytest.fixture(scope="module")
 def routed(live: Live) -> dict[str, str]:
     _apply(live, ROUTES)
     # only the two routes deployed; `draft-only` stays a draft (D-25)
     for slug in ("support-routing", "limited", "switchable"):
         live.manage("route", "deploy", slug, "--workspace", "routed")
-    names = ("support-bot", "limited-bot", "draft-bot", "switch-bot")
-    keys = {name: _key(live, name) for name in names}
+    names = ("support-bot", "limited-bot", "draft-bot", "switch-bot", "narrow-bot")
+    keys = {name: live.new_key("routed", name) for name in names}
     time.sleep(0.3)  # a few snapshot polls: the deploys are in every worker's snapshot
     return keys
 
@@ -164,6 +152,17 @@ def test_d_23_a_model_no_attached_route_handles_is_resolved_as_usual(fresh_live,
     block = reply.model_extra["switchyard"]
     assert block["endpoint"] == "cheap-llama"
     assert "route" not in block
+
+
+def test_r_bey_5_a_route_never_takes_a_key_outside_its_allowed_models(fresh_live, routed):
+    # when the key's route keeps the model asked for, one the key may not use
+    with pytest.raises(openai.PermissionDeniedError) as refused:
+        _client(fresh_live, routed["narrow-bot"]).chat.completions.create(
+            model="acme/tiny", messages=MESSAGES
+        )
+    # then it is refused before any call
+    assert refused.value.code == "model_not_allowed"
+    assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
 
 
 def test_d_25_an_undeployed_route_routes_nothing(fresh_live, routed):

@@ -9,12 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from audit.models import AdminEvent
 from presets.models import KeySettings, Preset, Route
+from tests.presets.clients import client_as
 from workspaces.models import ApiKey, Workspace
-from workspaces.services import create_api_key, create_management_token, revoke_api_key
+from workspaces.services import create_api_key, revoke_api_key
 
 KEYS = "/api/v1/workspaces/acme/keys"
 NO_SETTINGS = {"allowed_models": [], "preset": None, "routes": [], "settings_expires_at": None}
@@ -23,25 +23,6 @@ NO_SETTINGS = {"allowed_models": [], "preset": None, "routes": [], "settings_exp
 @pytest.fixture
 def acme(db: None) -> Workspace:
     return Workspace.objects.create(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def globex(db: None) -> Workspace:
-    return Workspace.objects.create(slug="globex", name="Globex")
-
-
-def client_as(workspace: Workspace, role: str, name: str | None = None) -> APIClient:
-    token = create_management_token(
-        workspace, role=role, name=name or f"{role}-bot", actor="test"
-    ).plaintext
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return api
-
-
-@pytest.fixture
-def owner(acme: Workspace) -> APIClient:
-    return client_as(acme, "owner", "deployer")
 
 
 @pytest.fixture

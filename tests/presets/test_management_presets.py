@@ -12,8 +12,8 @@ from audit.models import AdminEvent
 from gateway.config.apply import apply_config
 from gateway.config.fields import ConfigError
 from presets.models import KeySettings, Preset
+from tests.presets.clients import client_as
 from workspaces.models import Membership, Workspace
-from workspaces.services import create_management_token
 
 PRESETS = "/api/v1/workspaces/acme/presets"
 SUPPORT = f"{PRESETS}/support"
@@ -37,25 +37,6 @@ DEFAULTS = {
 @pytest.fixture
 def acme(db: None) -> Workspace:
     return Workspace.objects.create(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def globex(db: None) -> Workspace:
-    return Workspace.objects.create(slug="globex", name="Globex")
-
-
-def client_as(workspace: Workspace, role: str, name: str | None = None) -> APIClient:
-    token = create_management_token(
-        workspace, role=role, name=name or f"{role}-bot", actor="test"
-    ).plaintext
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return api
-
-
-@pytest.fixture
-def owner(acme: Workspace) -> APIClient:
-    return client_as(acme, "owner", "deployer")
 
 
 def make_preset(workspace: Workspace, slug: str = "support", **values: object) -> Preset:

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from audit.models import RequestTrace
 from presets.models import KeySettings
 from presets.services import deploy_route, save_route
 from routing.models import Endpoint, Model, Provider
+from tests.presets.clients import client_as
 from workspaces.models import Workspace
-from workspaces.services import create_api_key, create_management_token
+from workspaces.services import create_api_key
 
 REPLAY = "/api/v1/workspaces/acme/routes/support/replay"
 SMALL, BIG = "acme/small", "acme/big"
@@ -56,13 +56,6 @@ def acme(db: None) -> Workspace:
         },
     )  # fmt: skip
     return workspace
-
-
-def client_as(workspace: Workspace, role: str) -> APIClient:
-    token = create_management_token(workspace, role=role, name=role, actor="t").plaintext
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return api
 
 
 def test_r_bey_3_a_draft_is_replayed_over_the_recorded_requests(acme) -> None:

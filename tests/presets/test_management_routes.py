@@ -8,14 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from rest_framework.test import APIClient
 
 from audit.models import AdminEvent
 from presets.models import Route, RouteDeployment, RouteVersion
 from presets.services import deploy_route, save_route
 from routing.models import Model, Provider
+from tests.presets.clients import client_as
 from workspaces.models import Workspace
-from workspaces.services import create_management_token
 
 ROUTES = "/api/v1/workspaces/acme/routes"
 SUPPORT = f"{ROUTES}/support"
@@ -29,25 +28,6 @@ def acme(db: None) -> Workspace:
     for slug in (SMALL, BIG):
         Model.objects.create(slug=slug, capabilities=["text"])
     return Workspace.objects.create(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def globex(db: None) -> Workspace:
-    return Workspace.objects.create(slug="globex", name="Globex")
-
-
-def client_as(workspace: Workspace, role: str, name: str | None = None) -> APIClient:
-    token = create_management_token(
-        workspace, role=role, name=name or f"{role}-bot", actor="test"
-    ).plaintext
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return api
-
-
-@pytest.fixture
-def owner(acme: Workspace) -> APIClient:
-    return client_as(acme, "owner", "deployer")
 
 
 def route(model: str = SMALL, **extra: Any) -> dict[str, Any]:
