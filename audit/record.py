@@ -44,8 +44,13 @@ class TraceWriter:
             self._task = asyncio.get_running_loop().create_task(self._flush_later())
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(self.flush_s)
-        await self.flush()
+        # Traces queued while a batch was being written find this task still running (so
+        # `record` started no other): they go in the next round, not with the next request.
+        while True:
+            await asyncio.sleep(self.flush_s)
+            await self.flush()
+            if not self._pending:
+                return
 
     async def flush(self) -> None:
         if self._lock is None:

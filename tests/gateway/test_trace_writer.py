@@ -78,6 +78,33 @@ def test_a_row_the_database_refuses_is_dropped_alone(writer):
 
 
 @pytest.mark.live
+def test_a_trace_queued_while_a_batch_is_written_is_written_without_more_traffic():
+    # given a writer whose insert is slow, and a trace queued while the first batch is
+    # being written (the last request of a burst)
+    written: list[list[str]] = []
+
+    def slow_insert(func):
+        async def run(batch):
+            await asyncio.sleep(0.05)
+            written.append([fields["id"] for fields in batch])
+
+        return run
+
+    writer = TraceWriter(flush_s=0.01, run_sync=slow_insert)
+
+    async def burst() -> None:
+        writer.record({"id": "first"})
+        await asyncio.sleep(0.03)  # the first flush is writing now
+        writer.record({"id": "last"})
+        await asyncio.sleep(0.3)  # and then nothing arrives
+
+    # when
+    asyncio.run(burst())
+    # then the last trace was written too, in a second batch
+    assert written == [["first"], ["last"]]
+    assert writer.pending() == []
+
+
 def test_a_busy_gateway_holds_one_database_connection_per_worker(fresh_live):
     # given PostgreSQL, where every connection counts against max_connections
     database_url = fresh_live.env["DATABASE_URL"]
