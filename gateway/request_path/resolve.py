@@ -70,7 +70,7 @@ async def resolve_request(
     facts = route_facts(caller, body, headers, operation=route_operation, seed=seed)
     inputs = None
     if facts is not None:  # a key with routes: its traces keep what a replay needs
-        inputs = route_inputs(facts, body, state.usage.of(caller.key.pk, state.now))
+        inputs = route_inputs(facts, body, state.usage.of(caller.key.pk, state.now).as_json())
     try:
         body, route = route_request(caller, body, facts, state, effects)
     except RouteRejected as rejected:

@@ -30,13 +30,11 @@ from routing.engine.routes import (
     RejectNode,
     RouteFacts,
     RouteOutcome,
-    Usage,
     evaluate,
     narrow_provider,
     route_for,
     seconds_until_reset,
 )
-from routing.engine.routes.periods import PERIODS
 from routing.engine.types import AUTO_ALIASES, RoutingRequest
 
 REJECT_CODES = {402: "budget_exceeded", 429: "rate_limited", 403: "route_rejected"}
@@ -162,7 +160,9 @@ def route_request(
     return _rewritten(body, outcome.model, facts.requested_model), choice
 
 
-def route_inputs(facts: RouteFacts, body: Mapping[str, Any], usage: Usage) -> dict[str, Any]:
+def route_inputs(
+    facts: RouteFacts, body: Mapping[str, Any], usage: Mapping[str, list[int]]
+) -> dict[str, Any]:
     """What a replay of another route version needs of this request (R-BEY-3): the facts a
     condition or split may read — scalar body fields that are not content, the `x-`
     headers but credentials, the metadata, the session and cache keys, the request's own
@@ -180,7 +180,7 @@ def route_inputs(facts: RouteFacts, body: Mapping[str, Any], usage: Usage) -> di
                              if name.startswith("x-") and name not in SECRET_HEADERS}),
         "metadata": _bounded(facts.metadata),
         "provider": provider if kept_provider else None,
-        "usage": {p: [usage.requests(p), usage.cost_micros(p)] for p in PERIODS},
+        "usage": usage,  # {period: [requests, cost_micros]}
     }  # fmt: skip
 
 
@@ -199,7 +199,7 @@ def _bounded(values: Mapping[str, Any]) -> dict[str, Any]:
 def adjust(routing: RoutingRequest, choice: RouteChoice | None) -> RoutingRequest:
     """The resolved request with what the route's model node says beyond the model."""
     node = choice.node if choice is not None else None
-    if node is None:
+    if node is None or not _adjusts(node):
         return routing
     changes: dict[str, Any] = {"provider": narrow_provider(routing.provider, node.provider)}
     if node.mode is not None and routing.mode_source not in ASKED_BY_REQUEST:
@@ -212,6 +212,12 @@ def adjust(routing: RoutingRequest, choice: RouteChoice | None) -> RoutingReques
         extra = {**changes["provider"].extra, "cache_aware_routing": False}
         changes["provider"] = replace(changes["provider"], extra=extra)
     return replace(routing, **changes)
+
+
+def _adjusts(node: ModelNode) -> bool:
+    """False for a node that only names its model (and fallbacks): most of them."""
+    return not (node.mode is None and node.provider is None and node.allow_fallbacks
+                and node.session_affinity is None and node.cache_affinity is None)  # fmt: skip
 
 
 def _requested_model(body: Mapping[str, Any]) -> str | None:

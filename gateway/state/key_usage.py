@@ -25,10 +25,18 @@ class _Count:
 class KeyUsage:
     def __init__(self) -> None:
         self._counts: dict[tuple[int, str], _Count] = {}
+        self._starts: tuple[int, dict[str, float]] = (-1, {})  # (minute, period -> start)
+
+    def starts(self, now: float) -> dict[str, float]:
+        """Where each period holding `now` began. No period starts inside a minute, so the
+        calendar arithmetic is done once a minute, not per request."""
+        minute = int(now // 60)
+        if self._starts[0] != minute:
+            self._starts = (minute, {p: period_bounds(p, now)[0] for p in PERIODS})
+        return self._starts[1]
 
     def add(self, key_id: int, now: float, cost_micros: int) -> None:
-        for period in PERIODS:
-            start, _end = period_bounds(period, now)
+        for period, start in self.starts(now).items():
             count = self._counts.get((key_id, period))
             if count is None or count.start != start:
                 count = self._counts[(key_id, period)] = _Count(start)
@@ -40,7 +48,7 @@ class KeyUsage:
 
     def _current(self, key_id: int, period: str, now: float) -> _Count | None:
         count = self._counts.get((key_id, period))
-        if count is None or count.start != period_bounds(period, now)[0]:
+        if count is None or count.start != self.starts(now)[period]:
             return None
         return count
 
@@ -60,3 +68,15 @@ class KeyUsageView:
     def cost_micros(self, period: str) -> int:
         count = self.usage._current(self.key_id, period, self.now)
         return count.cost_micros if count else 0
+
+    def as_json(self) -> dict[str, list[int]]:
+        """`{period: [requests, cost_micros]}` for every period (the trace's replay inputs)."""
+        counts, starts = self.usage._counts, self.usage.starts(self.now)
+        shown = {}
+        for period, start in starts.items():
+            count = counts.get((self.key_id, period))
+            if count is not None and count.start == start:
+                shown[period] = [count.requests, count.cost_micros]
+            else:
+                shown[period] = [0, 0]
+        return shown

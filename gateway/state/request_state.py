@@ -56,8 +56,12 @@ class RoutingState:
     usage: UsageReader  # each routed key's usage this period (route rate/budget nodes)
 
 
+class UsageView(Usage, Protocol):
+    def as_json(self) -> dict[str, list[int]]: ...
+
+
 class UsageReader(Protocol):
-    def of(self, key_id: int, now: float) -> Usage: ...
+    def of(self, key_id: int, now: float) -> UsageView: ...
 
 
 def read(now: float) -> RoutingState:

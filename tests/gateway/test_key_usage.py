@@ -36,3 +36,11 @@ def test_a_later_period_starts_from_zero_while_longer_ones_go_on() -> None:
     # then
     seen = usage.of(1, later)
     assert (seen.requests("minute"), seen.requests("hour"), seen.cost_micros("daily")) == (1, 3, 11)
+
+
+def test_the_trace_keeps_every_period_of_the_view() -> None:
+    usage = KeyUsage()
+    usage.add(1, MONDAY_NOON, 5)
+    assert usage.of(1, MONDAY_NOON + 60).as_json() == {
+        "minute": [0, 0], "hour": [1, 5], "daily": [1, 5], "weekly": [1, 5], "monthly": [1, 5],
+    }  # fmt: skip
