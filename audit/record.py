@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from asgiref.sync import sync_to_async
 from django.db import DataError, IntegrityError, transaction
 
@@ -89,11 +90,26 @@ def _insert(batch: list[dict[str, Any]]) -> None:
 
 
 def storable(value: Any) -> Any:
-    """`value` with NUL characters cut out of every string in it (PostgreSQL stores none)."""
+    """`value` with NUL characters cut out of every string in it (PostgreSQL stores none).
+    Almost no trace holds one: one orjson pass (which writes a NUL as `\\u0000`, and any
+    other character otherwise) says so, and only then is the value walked and copied."""
+    if isinstance(value, dict | list) and b"\\u0000" not in _json(value):
+        return value
+    return _without_nul(value)
+
+
+def _json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return b"\\u0000"  # not plain JSON: walk it
+
+
+def _without_nul(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", "") if "\x00" in value else value
     if isinstance(value, dict):
-        return {storable(k): storable(v) for k, v in value.items()}
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [storable(item) for item in value]
+        return [_without_nul(item) for item in value]
     return value
