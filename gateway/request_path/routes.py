@@ -120,7 +120,7 @@ def route_facts(
     cache_key = body.get("prompt_cache_key")
     return RouteFacts(
         body=body,
-        headers={name.lower(): value for name, value in headers.items()},
+        headers=headers,  # Django's request.headers: found by lowercase name as by any other
         metadata=metadata if isinstance(metadata, Mapping) else {},
         operation=operation,
         requested_model=requested,
@@ -176,8 +176,8 @@ def route_inputs(
         "prompt_cache_key": facts.prompt_cache_key,
         "seed": facts.seed,
         "body": _bounded({k: v for k, v in body.items() if k not in CONTENT_FIELDS}),
-        "headers": _bounded({name: value for name, value in facts.headers.items()
-                             if name.startswith("x-") and name not in SECRET_HEADERS}),
+        "headers": _bounded({name.lower(): facts.headers[name] for name in facts.headers
+                             if name[:2].lower() == "x-" and name.lower() not in SECRET_HEADERS}),
         "metadata": _bounded(facts.metadata),
         "provider": provider if kept_provider else None,
         "usage": usage,  # {period: [requests, cost_micros]}

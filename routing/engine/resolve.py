@@ -266,12 +266,21 @@ def _parse_chain(
 # Session and metadata (chat only).
 
 
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
+    """A header by case-insensitive name from any mapping: Django's `request.headers` finds
+    it by itself; a plain dict of another case is scanned, by key, only when it does not."""
+    value = headers.get(name)
+    if value is None:
+        wanted = name.lower()
+        value = next((headers[key] for key in headers if key.lower() == wanted), None)
+    return value
+
+
 def session_id_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
     """SPEC R-EXE-7 order: X-Session-Id, Session-Id (case-insensitive even in a plain dict),
     then body `session_id`. The rest of that chain (prompt_cache_key, metadata ids, the hash
     of key and opening messages) needs the API key, so it is the gateway's."""
-    lowered = {key.lower(): value for key, value in headers.items()}
-    sources = [(name, lowered.get(name.lower())) for name in SESSION_HEADERS]
+    sources = [(name, header_value(headers, name)) for name in SESSION_HEADERS]
     for param, value in [*sources, ("session_id", body.get("session_id"))]:
         if value is None or (param in SESSION_HEADERS and not value.strip()):
             continue

@@ -56,7 +56,8 @@ class RouteFacts:
     """What a route may read of one request."""
 
     body: Mapping[str, Any] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)  # lowercase names
+    # Looked up by lowercase name: lowercase keys, or a case-insensitive mapping (Django).
+    headers: Mapping[str, str] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
     operation: str  # what `endpoint` compares: `chat.completions`, `embeddings`, …
     requested_model: str  # as the client wrote it
