@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from audit.models import RequestTrace
-from gateway.state.snapshot import Snapshot, load_snapshot
+from gateway.state.snapshot import KeyEntry, Snapshot, load_snapshot
 from presets.models import KeySettings, Route
 from routing.engine.decide import decide
 from routing.engine.names import resolve_model_name
@@ -39,7 +39,7 @@ from routing.engine.routes import (
     route_for,
 )
 from routing.engine.routes import Route as RouteGraph
-from routing.engine.types import AUTO_ALIASES, LiveState, Mode, RoutingRequest
+from routing.engine.types import AUTO_ALIASES, EndpointInfo, LiveState, Mode, RoutingRequest
 
 SAMPLE_SIZE = 20  # trace ids listed in the report
 DURATION_UNITS = {"m": 60, "h": 3600, "d": 86400}
@@ -81,6 +81,16 @@ class ReplayReport:
 
 
 @dataclass(frozen=True, slots=True)
+class _Index:
+    """The snapshot with its keys by primary key and its endpoints by id, built once per
+    replay rather than searched per trace."""
+
+    snap: Snapshot
+    keys: dict[int, KeyEntry]
+    endpoints: dict[str, EndpointInfo]
+
+
+@dataclass(frozen=True, slots=True)
 class _StoredUsage:
     """The key's usage as the trace recorded it: `{period: [requests, cost_micros]}`."""
 
@@ -107,10 +117,15 @@ def replay_route(
     now = time.time() if now is None else now
     report = ReplayReport(route.slug, version_number,
                           route.deployed.number if route.deployed else None, since_s)  # fmt: skip
+    index = _Index(
+        snap,
+        keys={entry.pk: entry for entry in snap.keys.values()},
+        endpoints={e.id: e for endpoints in snap.endpoints.values() for e in endpoints},
+    )
     for trace in _traces(route, now - since_s):
-        prediction = _predict(trace, graph, snap)
+        prediction = _predict(trace, graph, index)
         if prediction is not None:
-            _tally(report, trace, prediction, snap)
+            _tally(report, trace, prediction, index)
     return report
 
 
@@ -126,7 +141,7 @@ def _traces(route: Route, since: float) -> Iterable[RequestTrace]:
     return rows[:MAX_TRACES].iterator()
 
 
-def _predict(trace: RequestTrace, graph: RouteGraph, snap: Snapshot) -> dict[str, Any] | None:
+def _predict(trace: RequestTrace, graph: RouteGraph, index: _Index) -> dict[str, Any] | None:
     """The node, model and endpoint the version would give the trace's request; None when
     the trace cannot be replayed (no stored inputs, or another route handled it)."""
     decision = trace.decision or {}
@@ -134,6 +149,7 @@ def _predict(trace: RequestTrace, graph: RouteGraph, snap: Snapshot) -> dict[str
     if not inputs or trace.route not in ("", graph.slug) or not inputs.get("requested_model"):
         return None
     requested = str(inputs["requested_model"])
+    snap = index.snap
     if route_for([graph], requested) is None:
         return {"node": "", "model": _canonical(requested, snap), "endpoint": None,
                 "refused": False}  # fmt: skip
@@ -153,7 +169,7 @@ def _predict(trace: RequestTrace, graph: RouteGraph, snap: Snapshot) -> dict[str
     if outcome.model is None:
         return {"node": node, "model": None, "endpoint": None, "refused": True}
     model = _model_of(outcome.model, requested, snap)
-    endpoint = _endpoint(trace, decision, outcome.model, model, snap, facts.seed)
+    endpoint = _endpoint(trace, decision, outcome.model, model, index, facts.seed)
     return {"node": node, "model": model, "endpoint": endpoint, "refused": False}
 
 
@@ -173,15 +189,16 @@ def _endpoint(
     decision: Mapping[str, Any],
     node: ModelNode,
     model: str | None,
-    snap: Snapshot,
+    index: _Index,
     seed: int,
 ) -> str | None:
     """The first endpoint the engine would try for `model`; None for auto and virtual
     models (their choice depends on state a trace does not keep)."""
+    snap = index.snap
     if model is None or model == AUTO or model not in snap.endpoints:
         return None
     workspace = snap.workspaces.get(trace.workspace_id)
-    key = next((k for k in snap.keys.values() if k.pk == trace.api_key_id), None)
+    key = index.keys.get(trace.api_key_id) if trace.api_key_id is not None else None
     if workspace is None:
         return None
     policy = (key.policy if key else None) or workspace.policy
@@ -224,7 +241,7 @@ def _request(
 
 
 def _tally(
-    report: ReplayReport, trace: RequestTrace, prediction: dict[str, Any], snap: Snapshot
+    report: ReplayReport, trace: RequestTrace, prediction: dict[str, Any], index: _Index
 ) -> None:
     report.total += 1
     trace_id = str(trace.id)
@@ -244,8 +261,8 @@ def _tally(
         report.refused += 1
         report.cost_delta_micros -= trace.cost_micros
     elif prediction["endpoint"] and trace.usage:
-        report.cost_delta_micros += _cost(trace.usage, prediction["endpoint"], snap) - (
-            trace.cost_micros)  # fmt: skip
+        predicted = _cost(trace.usage, index.endpoints.get(prediction["endpoint"]))
+        report.cost_delta_micros += predicted - trace.cost_micros
     if any(differs.values()) and len(report.sample) < SAMPLE_SIZE:
         report.sample.append(trace_id)
 
@@ -258,9 +275,7 @@ def _served_model(decision: Mapping[str, Any]) -> str | None:
     return AUTO if request.get("auto") else request.get("model")
 
 
-def _cost(usage: Mapping[str, Any], endpoint_id: str, snap: Snapshot) -> int:
-    endpoint = next((e for eps in snap.endpoints.values() for e in eps if e.id == endpoint_id),
-                    None)  # fmt: skip
+def _cost(usage: Mapping[str, Any], endpoint: EndpointInfo | None) -> int:
     if endpoint is None:
         return 0
     prompt = int(usage.get("prompt_tokens") or 0)

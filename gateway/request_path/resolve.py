@@ -129,9 +129,10 @@ def data_class_of(caller: Caller, body: dict[str, Any], headers: Mapping[str, st
     """D-22. A `metadata` of the wrong shape is left to the model field's validation."""
     metadata = body.get("metadata")
     named = metadata.get("data_class") if isinstance(metadata, Mapping) else None
-    given = {"data_class": named} if isinstance(named, str) else {}
     try:
-        return request_data_class(given, headers, caller.policy.data_classes)
+        return request_data_class(
+            named if isinstance(named, str) else None, headers, caller.policy.data_classes
+        )
     except ResolveError as error:
         raise invalid(error.message, param=error.param) from None
     except DataClassNotAllowed as error:

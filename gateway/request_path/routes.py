@@ -109,8 +109,10 @@ def route_facts(
 ) -> RouteFacts | None:
     """What a route may read of the request; None for a key without routes or a request
     that names no model (the model field's validation refuses it)."""
+    if not caller.key.routes:
+        return None
     requested = _requested_model(body)
-    if not caller.key.routes or requested is None:
+    if requested is None:
         return None
     try:
         session_id = session_id_of(body, headers)

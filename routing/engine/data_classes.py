@@ -30,11 +30,11 @@ class DataClassNotAllowed(Exception):
 
 
 def request_data_class(
-    metadata: Mapping[str, str], headers: Mapping[str, str], allowed: tuple[str, ...]
+    named: str | None, headers: Mapping[str, str], allowed: tuple[str, ...]
 ) -> str:
-    """The request's class; ResolveError for a malformed or ambiguous one,
-    DataClassNotAllowed for one the policy's `allowed` (empty = any) leaves out."""
-    named = metadata.get("data_class")
+    """The request's class from `metadata.data_class` (`named`) or the header;
+    ResolveError for a malformed or ambiguous one, DataClassNotAllowed for one the
+    policy's `allowed` (empty = any) leaves out."""
     sent = headers.get(HEADER)
     for value, param in ((named, "metadata.data_class"), (sent, HEADER)):
         if value is not None and not (0 < len(value.strip()) <= MAX_CLASS_CHARS):

@@ -12,23 +12,23 @@ HEADER = "X-Switchyard-Data-Class"
 
 
 @pytest.mark.parametrize(
-    ("_case", "metadata", "headers", "allowed", "expected"),
+    ("_case", "named", "headers", "allowed", "expected"),
     [
-        ("metadata names it", {"data_class": "public"}, {}, ("internal", "public"), "public"),
-        ("the header names it", {}, {HEADER: "public"}, ("internal", "public"), "public"),
-        ("both agree", {"data_class": "pii"}, {HEADER: " pii "}, (), "pii"),
-        ("the policy's first class", {}, {}, ("confidential", "internal"), "confidential"),
-        ("no policy list: internal", {}, {}, (), "internal"),
-        ("no policy list: any class", {"data_class": "secret"}, {}, (), "secret"),
+        ("metadata names it", "public", {}, ("internal", "public"), "public"),
+        ("the header names it", None, {HEADER: "public"}, ("internal", "public"), "public"),
+        ("both agree", "pii", {HEADER: " pii "}, (), "pii"),
+        ("the policy's first class", None, {}, ("confidential", "internal"), "confidential"),
+        ("no policy list: internal", None, {}, (), "internal"),
+        ("no policy list: any class", "secret", {}, (), "secret"),
     ],
 )
-def test_d_22_the_request_class(_case, metadata, headers, allowed, expected) -> None:
-    assert request_data_class(metadata, headers, allowed) == expected
+def test_d_22_the_request_class(_case, named, headers, allowed, expected) -> None:
+    assert request_data_class(named, headers, allowed) == expected
 
 
 def test_d_22_a_class_outside_the_policy_is_refused() -> None:
     with pytest.raises(DataClassNotAllowed) as refused:
-        request_data_class({"data_class": "pii"}, {}, ("public", "internal"))
+        request_data_class("pii", {}, ("public", "internal"))
     assert refused.value.data_class == "pii"
     assert str(refused.value) == (
         "Data class `pii` is not allowed in this workspace (allowed: public, internal)."
@@ -36,14 +36,14 @@ def test_d_22_a_class_outside_the_policy_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    ("metadata", "headers", "param"),
+    ("named", "headers", "param"),
     [
-        ({"data_class": "pii"}, {HEADER: "public"}, HEADER),
-        ({"data_class": " "}, {}, "metadata.data_class"),
-        ({}, {HEADER: "x" * 65}, HEADER),
+        ("pii", {HEADER: "public"}, HEADER),
+        (" ", {}, "metadata.data_class"),
+        (None, {HEADER: "x" * 65}, HEADER),
     ],
 )
-def test_d_22_an_ambiguous_or_malformed_class_is_a_400(metadata, headers, param) -> None:
+def test_d_22_an_ambiguous_or_malformed_class_is_a_400(named, headers, param) -> None:
     with pytest.raises(ResolveError) as bad:
-        request_data_class(metadata, headers, ())
+        request_data_class(named, headers, ())
     assert bad.value.param == param
