@@ -1,5 +1,5 @@
 """`python -m bench [--quick] [--duration S] [--workers N] [--server ...] [--transport ...]
-[--no-messages] [--no-routes]`:
+[--no-messages] [--no-routes] [--rounds N]`:
 run the benchmark, print the Markdown report and write it to var/bench-latest.md."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ FULL_DURATION_S = 5.0
 QUICK_DURATION_S = 2.0
 # Durations are bounded so that a typo cannot keep two cores busy for an hour.
 MAX_DURATION_S = 120.0
+MAX_ROUNDS = 20
 
 
 def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
@@ -36,12 +37,16 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
                         help="skip the Anthropic Messages path (/v1/messages)")  # fmt: skip
     parser.add_argument("--no-routes", action="store_true",
                         help="skip the key with a three-node route")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="each scenario's gateway paths N times, interleaved (1)")  # fmt: skip
     args = parser.parse_args(argv)
     duration_s = args.duration or (QUICK_DURATION_S if args.quick else FULL_DURATION_S)
     if not 0 < duration_s <= MAX_DURATION_S or not 0 <= args.warmup <= MAX_DURATION_S:
         parser.error(f"durations must be within (0, {MAX_DURATION_S:g}] s")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        parser.error(f"--rounds must be within 1..{MAX_ROUNDS}")
     return BenchOptions(
         duration_s=duration_s,
         warmup_s=args.warmup,
@@ -49,6 +54,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         gateway=GatewayOptions(args.workers, args.server, args.transport),
         messages=not args.no_messages,
         routes=not args.no_routes,
+        rounds=args.rounds,
     )
 
 

@@ -4,7 +4,8 @@ direct vs gateway with the issue's bars, CPU shares, memory, and every error see
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Iterable, Sequence
 
 from bench.results import Measurement, Pair, Verdict
 from bench.run import BenchReport
@@ -112,8 +113,10 @@ OTHER_PATHS = (
 
 
 def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> list[str]:
-    """Another path against plain chat, same direct baseline, same run."""
-    chat = {(p.gateway.stream, p.gateway.concurrency): p for p in pairs if p.gateway.api == "chat"}
+    """Another path against plain chat of the same round, same direct baseline, same run;
+    with several rounds, a median row per scenario closes them."""
+    chat = {(p.gateway.stream, p.gateway.concurrency, p.round): p
+            for p in pairs if p.gateway.api == "chat"}  # fmt: skip
     others = [p for p in pairs if p.gateway.api == api]
     if not others:
         return []
@@ -122,21 +125,51 @@ def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> lis
         "",
         what,
         "",
-        f"| mode | conc | chat /s | {api} /s | {api}/chat | added p50 chat ms"
-        f" | added p50 {api} ms | errors chat/{api} |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|",
+        f"| mode | conc | round | chat /s | {api} /s | {api}/chat | added p50 chat ms"
+        f" | added p50 {api} ms | gateway µs/req chat | gateway µs/req {api}"
+        f" | errors chat/{api} |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
+    by_scenario: dict[tuple[bool, int], list[tuple[Pair, Pair]]] = {}
     for m in others:
-        c = chat.get((m.gateway.stream, m.gateway.concurrency))
-        if c is None:
-            continue
-        ratio = m.gateway.rate_per_s / c.gateway.rate_per_s if c.gateway.rate_per_s else math.nan
-        rows.append(
-            f"| {c.gateway.mode} | {m.gateway.concurrency} | {_n(c.gateway.rate_per_s, 0)}"
-            f" | {_n(m.gateway.rate_per_s, 0)} | {_n(ratio)} | {_n(c.added_p50_ms, 2, '+')}"
-            f" | {_n(m.added_p50_ms, 2, '+')} | {c.gateway.error_count}/{m.gateway.error_count} |"
-        )
+        c = chat.get((m.gateway.stream, m.gateway.concurrency, m.round))
+        if c is not None:
+            by_scenario.setdefault((m.gateway.stream, m.gateway.concurrency), []).append((c, m))
+    for matched in by_scenario.values():
+        for c, m in matched:
+            rows.append(
+                f"| {c.gateway.mode} | {m.gateway.concurrency} | {m.round + 1}"
+                f" | {_n(c.gateway.rate_per_s, 0)} | {_n(m.gateway.rate_per_s, 0)}"
+                f" | {_n(_ratio(m, c))} | {_n(c.added_p50_ms, 2, '+')}"
+                f" | {_n(m.added_p50_ms, 2, '+')} | {_n(_gateway_us(c), 0)}"
+                f" | {_n(_gateway_us(m), 0)} | {c.gateway.error_count}/{m.gateway.error_count} |"
+            )
+        if len(matched) > 1:
+            c, m = matched[0]
+            rows.append(
+                f"| {c.gateway.mode} | {m.gateway.concurrency} | median"
+                f" | {_n(_median(c.gateway.rate_per_s for c, _ in matched), 0)}"
+                f" | {_n(_median(m.gateway.rate_per_s for _, m in matched), 0)}"
+                f" | {_n(_median(_ratio(m, c) for c, m in matched))}"
+                f" | {_n(_median(c.added_p50_ms for c, _ in matched), 2, '+')}"
+                f" | {_n(_median(m.added_p50_ms for _, m in matched), 2, '+')}"
+                f" | {_n(_median(_gateway_us(c) for c, _ in matched), 0)}"
+                f" | {_n(_median(_gateway_us(m) for _, m in matched), 0)} | |"
+            )
     return [*rows, ""]
+
+
+def _ratio(other: Pair, chat: Pair) -> float:
+    rate = chat.gateway.rate_per_s
+    return other.gateway.rate_per_s / rate if rate else math.nan
+
+
+def _gateway_us(pair: Pair) -> float:
+    return pair.gateway.cpu_us_per_request(pair.gateway.cpu.gateway_s)
+
+
+def _median(values: Iterable[float]) -> float:
+    return statistics.median(values)
 
 
 def _cpu(pairs: Sequence[Pair]) -> list[str]:

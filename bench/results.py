@@ -95,6 +95,7 @@ class Pair:
 
     direct: Measurement
     gateway: Measurement
+    round: int = 0  # with `--rounds N`, which of the scenario's interleaved rounds
 
     @property
     def added_p50_ms(self) -> float:

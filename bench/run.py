@@ -57,6 +57,9 @@ class BenchOptions:
     gateway: GatewayOptions
     messages: bool = True  # also the Anthropic Messages path, against the same direct runs
     routes: bool = True  # also chat from a key with a three-node route (bench/stack.py)
+    # Each scenario's gateway targets measured this many times, interleaved, the order
+    # reversed every other round, so that a machine drifting slower favours no path.
+    rounds: int = 1
 
 
 @dataclass
@@ -97,15 +100,17 @@ def run_bench(options: BenchOptions) -> BenchReport:
         report.rss.append(_rss("idle, before load", tree))
         messages = replace(via, url=f"{gateway.base_url}/messages", api="messages")
         routed = replace(via, model=ROUTED_MODEL, api_key=routed_key, api="routed")
+        targets = [via, *([messages] if options.messages else []),
+                   *([routed] if options.routes else [])]  # fmt: skip
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
                 straight = _measure(fake, direct, load, probe)
-                report.pairs.append(Pair(straight, _measure(fake, via, load, probe)))
-                if options.messages:  # the same direct run is the baseline of every path
-                    report.pairs.append(Pair(straight, _measure(fake, messages, load, probe)))
-                if options.routes:
-                    report.pairs.append(Pair(straight, _measure(fake, routed, load, probe)))
+                for round_ in range(options.rounds):
+                    # the same direct run is the baseline of every path and round
+                    for target in targets if round_ % 2 == 0 else targets[::-1]:
+                        measured = _measure(fake, target, load, probe)
+                        report.pairs.append(Pair(straight, measured, round_))
                 # After every scenario, so that growth can be told from a plateau.
                 report.rss.append(_rss(f"after {load_name(stream)} c{concurrency}", tree))
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
