@@ -3,13 +3,16 @@ cannot blur (docs/performance.md). `make bench` measures throughput and latency,
 this shared machine move by up to 40 % between runs of the same code; an instruction count
 moves by well under 1 %.
 
-`python -m bench.instructions [--tree DIR] [--requests N]` serves chat requests in one
-process (Django's AsyncClient → the gateway's request path → a fake upstream in its own,
-uncounted, process), once with N and once with 4N requests after the same warm-up, and
-prints (count(4N) − count(N)) / 3N: the cost of one warm request, set-up excluded. `--tree`
-runs it against another checkout (its own `.venv`), such as the commit an A/B compares
-with; the imports below also find the modules of checkouts before the 2026-12 layout.
-Needs `valgrind` (Debian package); takes about two minutes per tree at N=100.
+`python -m bench.instructions [--tree DIR] [--requests N] [--routed]` serves chat requests
+in one process (Django's AsyncClient → the gateway's request path → a fake upstream in its
+own, uncounted, process), once with N and once with 4N requests after the same warm-up, and
+prints (count(4N) − count(N)) / 3N: the cost of one warm request, set-up excluded. The
+requests' traces are inserted before the count ends, so their share of the database
+thread is in it. `--tree` runs it against another checkout (its own `.venv`), such as the
+commit an A/B compares with; the imports below also find the modules of checkouts before
+the 2026-12 layout. `--routed` sends them from a key with bench/stack.py's three-node
+route attached, and the same catalog's plain key beside it (the route's cost). Needs
+`valgrind` (Debian package); takes about two minutes per tree at N=100.
 """
 
 from __future__ import annotations
@@ -34,18 +37,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--routed", action="store_true", help="from a key with a route")
     args = parser.parse_args()
-    counts = [_counted(args.tree, n) for n in (args.requests, 4 * args.requests)]
-    per_request = (counts[1] - counts[0]) / (3 * args.requests)
-    print(f"{args.tree}: {per_request / 1e6:.3f} M instructions per chat request")
+    for key in ("stack-plain", "stack-routed") if args.routed else ("plain",):
+        counts = [_counted(args.tree, n, key) for n in (args.requests, 4 * args.requests)]
+        per_request = (counts[1] - counts[0]) / (3 * args.requests)
+        kind = {"plain": "chat request", "stack-plain": "chat request (bench/stack.py catalog)",
+                "stack-routed": "chat request from the key with the route"}[key]  # fmt: skip
+        print(f"{args.tree}: {per_request / 1e6:.3f} M instructions per {kind}")
 
 
-def _counted(tree: Path, requests: int) -> int:
+def _counted(tree: Path, requests: int, key: str) -> int:
     """Instructions of one process serving WARM_UP + `requests` requests."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                   str(tree / ".venv/bin/python"), __file__, "--serve", str(requests)]  # fmt: skip
+                   str(tree / ".venv/bin/python"), __file__, "--serve", str(requests),
+                   *([key] if key != "plain" else [])]  # fmt: skip
         result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True)
     match = re.search(r"Collected : (\d+)", result.stderr)
     if match is None:
@@ -53,7 +61,7 @@ def _counted(tree: Path, requests: int) -> int:
     return int(match.group(1))
 
 
-def _serve(requests: int) -> None:
+def _serve(requests: int, key: str) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
     import django
 
@@ -65,7 +73,10 @@ def _serve(requests: int) -> None:
     name = connection.creation.create_test_db(verbosity=0, keepdb=False)
     try:
         with contextlib.ExitStack() as stack:
-            asyncio.run(_requests(_catalog(stack), requests))
+            secret, model = (
+                _stack_catalog(stack, key) if key != "plain" else (_catalog(stack), MODEL)
+            )
+            asyncio.run(_requests(secret, model, requests))
     finally:
         connection.creation.destroy_test_db(name, verbosity=0)
 
@@ -87,9 +98,7 @@ def _catalog(stack: contextlib.ExitStack) -> str:
     from workspaces.secrets import owner_aad, seal
     from workspaces.services import create_api_key
 
-    settings.GATEWAY = dataclasses.replace(
-        settings.GATEWAY, snapshot_poll_s=3600, trace_flush_s=3600
-    )
+    _quiet_settings()
     runtime.reset()
     upstream = stack.enter_context(running_fake_upstream("fast", api_key="k"))
     sealed = seal("k", owner_aad(None, "p"), settings.SWITCHYARD_ENCRYPTION_KEYS)
@@ -107,16 +116,60 @@ def _catalog(stack: contextlib.ExitStack) -> str:
     return create_api_key(workspace, actor="bench").plaintext
 
 
-async def _requests(key: str, requests: int) -> None:
+def _stack_catalog(stack: contextlib.ExitStack, key: str) -> tuple[str, str]:
+    """bench/stack.py's catalog, its route deployed, on a fake upstream (closed with
+    `stack`); the key with the route attached and the model name only the route handles
+    (`stack-routed`), or a plain key and the catalog's model (`stack-plain`)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: find bench
+    from bench.stack import (
+        GATEWAY_MODEL,
+        ROUTED_KEY_NAME,
+        ROUTED_MODEL,
+        UPSTREAM_KEY_ENV,
+        WORKSPACE,
+        catalog,
+    )
+    from fakeupstream.process import running_fake_upstream
+    from gateway.config.apply import apply_config
+    from gateway.state import runtime
+    from workspaces.models import Workspace
+    from workspaces.services import create_api_key
+
+    _quiet_settings()
+    upstream = stack.enter_context(running_fake_upstream("fast", api_key="k"))
+    apply_config(catalog(upstream.base_url), actor="bench", environ={UPSTREAM_KEY_ENV: "k"},
+                 deploy=True)  # fmt: skip
+    workspace = Workspace.objects.get(slug=WORKSPACE)
+    routed = key == "stack-routed"
+    name = ROUTED_KEY_NAME if routed else None
+    secret = create_api_key(workspace, name=name, actor="bench").plaintext
+    runtime.reset()
+    return secret, ROUTED_MODEL if routed else GATEWAY_MODEL
+
+
+def _quiet_settings() -> None:
+    """No snapshot polls and no timed trace flushes inside the count: `_requests` flushes
+    the traces itself at the end, so both runs insert theirs the same way."""
+    from django.conf import settings
+
+    settings.GATEWAY = dataclasses.replace(
+        settings.GATEWAY, snapshot_poll_s=3600, trace_flush_s=3600
+    )
+
+
+async def _requests(key: str, model: str, requests: int) -> None:
     import orjson
     from django.test import AsyncClient
 
     try:
+        from gateway.state import runtime
         from gateway.upstream.client import close_client
     except ImportError:  # a checkout before the 2026-12 layout
         from gateway.upstream_client import close_client  # type: ignore[no-redef]
+
+        from gateway import runtime  # type: ignore[no-redef]
     client = AsyncClient()
-    body = orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
+    body = orjson.dumps({"model": model, "messages": [{"role": "user", "content": "hi"}]})
     auth = {"Authorization": f"Bearer {key}"}
     try:
         for _ in range(WARM_UP + requests):
@@ -125,12 +178,13 @@ async def _requests(key: str, requests: int) -> None:
             )
             if response.status_code != 200:
                 raise RuntimeError(response.content)
+        await runtime.traces().flush()
     finally:
         await close_client()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
-        _serve(int(sys.argv[2]))
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--serve":
+        _serve(int(sys.argv[2]), key=sys.argv[3] if len(sys.argv) == 4 else "plain")
     else:
         main()
