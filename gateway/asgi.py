@@ -122,7 +122,7 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 async def _lifespan(receive: Any, send: Any) -> None:
     from gateway import scheduler
-    from gateway.state import request_state
+    from gateway.state import admission_state, request_state
     from gateway.upstream.client import close_client
 
     while True:
@@ -133,6 +133,7 @@ async def _lifespan(receive: Any, send: Any) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await scheduler.stop()
+            await admission_state.stop()
             await request_state.stop()
             await close_client()
             await send({"type": "lifespan.shutdown.complete"})

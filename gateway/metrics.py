@@ -87,6 +87,18 @@ ROUTE_ROLLBACKS = Counter(
     "(SPEC R-BEY-4).",
     ["route", "version"],
 )
+BUDGET_ALERTS = Counter(
+    "switchyard_budget_alerts_total",
+    "Budget alert thresholds crossed, once per period each, by budget and threshold "
+    "(SPEC R-LIM-2).",
+    ["budget", "threshold"],
+)
+ADMISSION_REFUSALS = Counter(
+    "switchyard_admission_refusals_total",
+    "Requests refused at admission, by reason: budget_exceeded, rate_limited, "
+    "budget_store_unavailable (SPEC R-POL-2, R-LIM-1).",
+    ["reason"],
+)
 TIER_SCORE = Histogram(
     "switchyard_tier_score",
     "Classifier scores of tiered requests, for tuning the threshold (docs/smart-routing.md).",

@@ -3,7 +3,7 @@ periodic tasks Celery beat runs in production — the rollout guard (R-BEY-4) an
 retention purge — run here on the gateway worker's event loop, their queries in its
 database thread. With several workers each runs them; both tasks are safe to run twice
 (the guard rolls a route back only while the version it judged is deployed, the purge
-deletes what is expired)."""
+deletes what is expired). The budget sweeper runs on every worker, broker or not."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from audit.retention import purge_expired_traces
 from gateway.rollout_guard import check_rollout_guards
+from gateway.state import admission_state
 from gateway.state.db_thread import in_db_thread
 
 log = logging.getLogger(__name__)
@@ -46,10 +47,12 @@ _tasks: list[asyncio.Task[None]] = []
 
 
 def start() -> None:
-    """ASGI start-up, without a broker: run each job every `every_s` from now on."""
-    if settings.CELERY_BROKER_URL or _tasks:
-        return  # Celery beat runs them (gateway/celery.py)
-    _tasks.extend(asyncio.create_task(_every(job)) for job in jobs())
+    """ASGI start-up: the budget sweeper; without a broker, each job every `every_s`."""
+    if _tasks:
+        return
+    _tasks.append(asyncio.create_task(_sweep_budgets(settings.BUDGET_SWEEP_S)))
+    if not settings.CELERY_BROKER_URL:  # else Celery beat runs them (gateway/celery.py)
+        _tasks.extend(asyncio.create_task(_every(job)) for job in jobs())
 
 
 async def stop() -> None:
@@ -57,6 +60,21 @@ async def stop() -> None:
         task.cancel()
     await asyncio.gather(*_tasks, return_exceptions=True)
     _tasks.clear()
+
+
+async def _sweep_budgets(every_s: float) -> None:
+    """Charge budget reservations whose request never settled (R-LIM-2: a process killed
+    mid-request). On every worker, broker or not: the in-process store is each worker's
+    own, and sweeping a shared store twice charges nothing twice."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            swept = await admission_state.stores().budgets.sweep(time.time())
+        except Exception:  # the next round tries again
+            log.exception("sweeping budget reservations failed")
+            continue
+        if swept:
+            log.warning("charged %d abandoned budget reservations in full", len(swept))
 
 
 async def _every(job: Job) -> None:

@@ -90,6 +90,11 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# Where budgets and rate limits are kept (gateway/admission/stores.py): auto picks Redis
+# when REDIS_URL is set, else the database on PostgreSQL, else this process.
+ADMISSION_STORE = env.str("SWITCHYARD_ADMISSION_STORE", default="auto")
+# How often each worker charges budget reservations whose request never settled.
+BUDGET_SWEEP_S = env.float("SWITCHYARD_BUDGET_SWEEP_S", default=10.0)
 # Redis keys and channel of the state replicas share (gateway/state/shared_state.py); replicas
 # that should share must use the same prefix, tests use one of their own.
 SHARED_STATE_PREFIX = env.str("SWITCHYARD_SHARED_STATE_PREFIX", default="switchyard")

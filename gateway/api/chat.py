@@ -66,6 +66,7 @@ def chat_stream_frames(served: Served, opened: Opened, finish: Finish) -> Stream
             error_code="stream_interrupted" if error else "",
             ttfb_ms=opened.ttfb_ms,
             stream_broke=error is not None and error != CLIENT_DISCONNECTED,
+            streamed_chars=opened.translator.streamed_chars,  # settles a stream without usage
         )
 
     return StreamFrames(relay(opened, tail=tail, on_end=on_end), opened, on_end)

@@ -27,8 +27,10 @@ from audit.models import AdminEvent
 from gateway.config.export import export_config
 from gateway.config.schema import parse_config
 from gateway.config.types import (
+    BudgetSpec,
     Config,
     Existing,
+    LimitsSpec,
     RouteSpec,
     Secret,
     Vocabulary,
@@ -40,14 +42,14 @@ from routing import models as routing
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
 from workspaces import models as tenancy
-from workspaces.models import Policy, ProviderCredential, Workspace
+from workspaces.models import Budget, Policy, ProviderCredential, RateLimit, Workspace
 from workspaces.secrets import DecryptionError, Sealed, owner_aad, seal, unseal
 
 __all__ = ["KINDS", "ApplyReport", "KindCounts", "apply_config", "export_config"]
 
 KINDS = (
     "provider", "model", "endpoint", "virtual_model", "workspace", "policy", "credential",
-    "preset", "key", "route",
+    "preset", "key", "route", "budget", "limit",
 )  # fmt: skip
 ACTION = "config.apply"
 TARGET_MAX_CHARS = 200  # AdminEvent.target
@@ -324,9 +326,50 @@ def _write_workspace(spec: WorkspaceSpec, tally: _Tally, *, actor: str, deploy: 
         }
         factory = partial(KeySettings, workspace=workspace, name=key.name)
         _upsert(tally, "key", f"{spec.slug}/{key.name}", settings.get(key.name), factory, values)
+        # A key entry is the key's whole truth: no `budget:` / `limits:` there, none stored.
+        _write_budgets(workspace, key.name, (key.budget,) if key.budget else (), tally)
+        _write_limits(workspace, key.name, key.limits, tally)
+
+    if spec.budgets is not None:
+        _write_budgets(workspace, "", spec.budgets, tally)
+    if spec.limits is not None:
+        _write_limits(workspace, "", spec.limits, tally)
 
     for route in spec.routes:
         _write_route(workspace, route, tally, actor=actor, deploy=deploy)
+
+
+def _write_budgets(
+    workspace: Workspace, key_name: str, specs: tuple[BudgetSpec, ...], tally: _Tally
+) -> None:
+    """The budgets of one scope (the workspace's own for `key_name` ""), one per period:
+    those not in `specs` are removed."""
+    stored = {b.period: b for b in Budget.objects.filter(workspace=workspace, key_name=key_name)}
+    scope = f"{workspace.slug}/{key_name or '*'}"
+    for budget in specs:
+        factory = partial(Budget, workspace=workspace, key_name=key_name, period=budget.period)
+        values = {"limit_micros": budget.limit_micros, "alerts": list(budget.alerts)}
+        _upsert(tally, "budget", f"{scope} {budget.period}", stored.pop(budget.period, None),
+                factory, values)  # fmt: skip
+    for period, row in stored.items():
+        row.delete()
+        tally.counts["budget"][1] += 1
+        tally.changes.append(f"removed budget {scope} {period}")
+
+
+def _write_limits(
+    workspace: Workspace, key_name: str, spec: LimitsSpec | None, tally: _Tally
+) -> None:
+    row = RateLimit.objects.filter(workspace=workspace, key_name=key_name).first()
+    label = f"{workspace.slug}/{key_name or '*'}"
+    if spec is None:
+        if row is not None:
+            row.delete()
+            tally.counts["limit"][1] += 1
+            tally.changes.append(f"removed limit {label}")
+        return
+    factory = partial(RateLimit, workspace=workspace, key_name=key_name)
+    _upsert(tally, "limit", label, row, factory, _columns(spec))
 
 
 def _write_route(

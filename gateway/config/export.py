@@ -13,10 +13,11 @@ from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
+from gateway.config.budgets import BUDGET_PERIODS
 from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
-from workspaces.models import Policy, ProviderCredential, Workspace
+from workspaces.models import Budget, Policy, ProviderCredential, RateLimit, Workspace
 
 MICROS_PER_USD = Decimal(1_000_000)
 
@@ -151,13 +152,42 @@ def _workspace(row: Workspace) -> dict[str, Any]:
             }
             for preset in presets
         ]
-    settings = KeySettings.objects.filter(workspace=row).select_related("preset").order_by("name")
-    if settings:
-        data["keys"] = [_key_settings(entry) for entry in settings]
+    budgets = _budgets(row)
+    limits = {r.key_name: _limits(r) for r in RateLimit.objects.filter(workspace=row)}
+    if budgets.get(""):
+        data["budgets"] = budgets.pop("")
+    if "" in limits:
+        data["limits"] = limits.pop("")
+    settings = KeySettings.objects.filter(workspace=row).select_related("preset")
+    keys = {entry.name: _key_settings(entry) for entry in settings}
+    for name in sorted({*keys, *budgets, *limits}):  # a budget needs no other setting
+        entry = keys.setdefault(name, {"name": name})
+        if budgets.get(name):
+            entry["budget"] = budgets[name][0]  # one per key
+        if name in limits:
+            entry["limits"] = limits[name]
+    if keys:
+        data["keys"] = [keys[name] for name in sorted(keys)]
     routes = Route.objects.filter(workspace=row, deployed__isnull=False).order_by("slug")
     if routes:  # the version in effect of each deployed route, as it was written
         data["routes"] = [route.deployed.content for route in routes.select_related("deployed")]
     return data
+
+
+def _budgets(row: Workspace) -> dict[str, list[dict[str, Any]]]:
+    """Budgets by key name ("" = the workspace's own), in period order."""
+    order = {period: i for i, period in enumerate(BUDGET_PERIODS)}
+    found: dict[str, list[dict[str, Any]]] = {}
+    for budget in sorted(Budget.objects.filter(workspace=row), key=lambda b: order[b.period]):
+        usd = _number(Decimal(budget.limit_micros) / MICROS_PER_USD)
+        entry = {"period": budget.period, "usd": usd, "alerts": budget.alerts}
+        found.setdefault(budget.key_name, []).append(entry)
+    return found
+
+
+def _limits(row: RateLimit) -> dict[str, int]:
+    kinds = ("requests_per_minute", "tokens_per_minute", "concurrent")
+    return {kind: getattr(row, kind) for kind in kinds if getattr(row, kind) is not None}
 
 
 def _key_settings(entry: KeySettings) -> dict[str, Any]:

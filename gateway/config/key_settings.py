@@ -4,8 +4,8 @@ order. A name with no key yet is fine: its settings apply once `createkey --name
 
 `expires_at` is a date (the key works to the end of that day, UTC) or an ISO datetime; a
 past value is accepted and the key is then expired. A preset or route must be declared in
-the same workspace of this file or already stored. Limits and budgets on keys are
-refused with a clear message until they are enforced (R-LIM-1/2). Pure: no Django.
+the same workspace of this file or already stored. `budget` and `limits` are the key's
+own (R-LIM-1/2; gateway/config/budgets.py). Pure: no Django.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import UTC, date, datetime, time, timedelta
 
+from gateway.config.budgets import BUDGET_KEYS, LIMIT_KEYS, parse_budget, parse_limits
 from gateway.config.fields import SLUG, Fields, check_unique
-from gateway.config.types import KeySpec
+from gateway.config.types import BudgetSpec, KeySpec
 
 KEY_KEYS = ("name", "expires_at", "allowed_models", "preset", "routes", "limits", "budget")
-NOT_YET = ("limits", "budget")  # in CONFIG.md; enforced by the budgets and limits work
 MAX_NAME_CHARS = 100  # ApiKey.name
 
 
@@ -28,9 +28,6 @@ def parse_keys(
     specs = []
     for path, raw in workspace.items("keys", default=()):
         fields = Fields(raw, path, workspace.issues, KEY_KEYS)
-        for key in NOT_YET:
-            if fields.has(key):
-                fields.error(key, "is not supported yet: key limits and budgets are not enforced")
         preset = fields.text("preset", default=None, pattern=SLUG, hint="a slug", max_length=64)
         if preset and preset not in presets:
             fields.error("preset", f"unknown preset {preset!r} (not in this workspace)")
@@ -46,11 +43,18 @@ def parse_keys(
                 allowed_models=fields.texts("allowed_models"),
                 preset=preset,
                 routes=attached,
+                budget=_budget(fields),
+                limits=parse_limits(fields.child("limits", LIMIT_KEYS)),
             )
         )
     names = [(f"{workspace.at('keys')}[{i}].name", s.name) for i, s in enumerate(specs)]
     check_unique(workspace.issues, names)
     return tuple(specs)
+
+
+def _budget(fields: Fields) -> BudgetSpec | None:
+    child = fields.child("budget", BUDGET_KEYS)
+    return None if child is None else parse_budget(child)
 
 
 def _expiry(fields: Fields) -> datetime | None:

@@ -132,6 +132,24 @@ class PresetSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class BudgetSpec:
+    """A spending cap per UTC calendar period (R-LIM-2)."""
+
+    period: str  # daily | weekly | monthly
+    limit_micros: int
+    alerts: tuple[float, ...]  # fractions of the cap, ascending
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsSpec:
+    """Rate limits (R-LIM-1); None = no limit of that kind."""
+
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    concurrent: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class KeySpec:
     """Settings for the workspace's API key of `name` (D-24)."""
 
@@ -140,6 +158,8 @@ class KeySpec:
     allowed_models: tuple[str, ...]  # patterns
     preset: str | None  # a preset slug of the workspace
     routes: tuple[str, ...]  # route slugs, tried in order (D-23)
+    budget: BudgetSpec | None = None  # the entry is the key's whole truth: None = no budget
+    limits: LimitsSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +183,8 @@ class WorkspaceSpec:
     presets: tuple[PresetSpec, ...]
     keys: tuple[KeySpec, ...] = ()
     routes: tuple[RouteSpec, ...] = ()
+    budgets: tuple[BudgetSpec, ...] | None = None  # None: absent, the stored ones stay
+    limits: LimitsSpec | None = None  # None: absent, the stored ones stay
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from gateway.config.budgets import LIMIT_KEYS, parse_budgets, parse_limits
 from gateway.config.fields import (
     MODEL_SLUG,
     SLUG,
@@ -47,7 +48,7 @@ from workspaces.retention import DEFAULT_RETENTION, RETENTION, RETENTION_HINT
 
 WORKSPACE_KEYS = (
     "slug", "name", "policy", "credentials", "smart_routing", "auto_router", "presets", "keys",
-    "routes",
+    "routes", "budgets", "limits",
 )  # fmt: skip
 POLICY_KEYS = (
     "allowed_residency", "allowed_regions", "provider_allow", "provider_deny", "model_allow",
@@ -90,6 +91,8 @@ def parse_workspaces(
                 presets=presets,
                 keys=parse_keys(fields, preset_slugs, route_slugs),
                 routes=routes,
+                budgets=parse_budgets(fields),
+                limits=parse_limits(fields.child("limits", LIMIT_KEYS)),
             )
         )
     check_unique(root.issues, [(f"workspaces[{i}].slug", s.slug) for i, s in enumerate(specs)])

@@ -1,31 +1,212 @@
-"""Step 5 of the request path: admission — budgets and rate limits (SPEC R-POL-2, R-LIM-1,
-R-LIM-2). Not enforced yet: this is the seam the budgets issue fills. `admit` will reserve
-the worst-case cost in every scope in one atomic step before the first attempt (or refuse
-with 402/429), and the record step will `settle` the reservation on every exit path. Today
-every request is admitted and settling does nothing; the request path already calls both
-where they belong, so enforcing them changes no other step."""
+"""Step 5 of the request path: admission — rate limits and budgets (SPEC R-LIM-1, R-LIM-2,
+R-POL-2, R-BEY-8, D-28, D-29), after the plan names the models a request may try and before
+any endpoint of them is decided or called.
+
+Rate limits of the key and its workspace are taken first (requests, the input estimate
+plus `max_tokens` as tokens, a concurrency lease), all or nothing; then the request's
+worst-case cost (budgets.py) is reserved on every budget counter that applies — the
+workspace's, the key's, a route budget node's the walk went through — in one atomic step
+of the store. A refusal is 429 `rate_limited` (with `Retry-After`) or 402
+`budget_exceeded`, nothing taken anywhere; a store that cannot answer is 503
+`budget_store_unavailable`. The `Admission` is settled exactly once, on whichever way the
+request ends (serve.py, record step): the reservation becomes the cost, unused tokens
+are refunded, the lease is freed, alert thresholds crossed fire. A request no budget or
+limit applies to touches no store.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
+from gateway import metrics
+from gateway.admission import settling
+from gateway.admission.budget_store import BudgetStoreUnavailable, Hold, Settled
+from gateway.admission.budgets import (
+    BudgetRule,
+    Charge,
+    charges,
+    estimated_stream_micros,
+    key_scope,
+    usd,
+    worst_case_micros,
+)
+from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
+from gateway.admission.stores import AdmissionStores
+from gateway.errors import ApiError
+from gateway.request_path.alerts import fire_alerts
 from gateway.request_path.caller import Caller
 from gateway.request_path.resolve import Resolved
+from routing.engine.routes import BudgetNode
+from routing.engine.types import EndpointInfo
+
+log = logging.getLogger(__name__)
+BUDGET_HEADER = "x-switchyard-budget-remaining-usd"
+SETTLE_MARGIN_S = 60.0  # a reservation outlives its request's deadline by this much
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Admission:
-    """What was reserved for a request (nothing yet)."""
+    """What a request took at admission; `settle` gives back what it did not use."""
 
-    reserved_micros: int = 0
+    stores: AdmissionStores | None = None
+    hold: Hold | None = None
+    limits: tuple[LimitSpec, ...] = ()
+    tokens_reserved: int = 0
+    input_tokens: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    lease: str = ""  # the request's id: its concurrency lease and its reservation
+    settled: bool = False
 
-    def settle(self, cost_micros: int) -> None:
-        """Replace the reservation with the actual cost (nothing to replace yet)."""
-        return
+    def settle(self, cost_micros: int, tokens_used: int, now: float) -> None:
+        """Replace the reservation with the actual cost; once, whoever calls first."""
+        if self.settled or self.stores is None:
+            return
+        self.settled = True
+        settling.start(self._settle(cost_micros, tokens_used, now))
+
+    def cost_of(self, cost_micros: int, endpoint: EndpointInfo | None, streamed_chars: int) -> int:
+        """The cost to settle at: the usage's, else (no usage: a stream cut short, an
+        upstream that reports none) D-28's estimate, never less than the input."""
+        if cost_micros or endpoint is None:
+            return cost_micros
+        return estimated_stream_micros(self.input_tokens, streamed_chars, endpoint)
+
+    async def _settle(self, cost_micros: int, tokens_used: int, now: float) -> None:
+        assert self.stores is not None
+        try:
+            if self.limits:
+                await self.stores.limits.release(
+                    self.limits, lease=self.lease, tokens_reserved=self.tokens_reserved,
+                    tokens_used=tokens_used, now=now,
+                )  # fmt: skip
+            if self.hold is not None:
+                settled = await self.stores.budgets.settle(self.hold, cost_micros, now)
+                if settled is not None:
+                    await _alert(self.hold, settled)
+        except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
+            # The reservation stays open; the sweeper charges it in full after it expires.
+            log.error("settling request %s failed (%s); the sweeper will", self.lease, error)
 
 
-ADMITTED = Admission()
+NOTHING = Admission()
 
 
-def admit(caller: Caller, resolved: Resolved) -> Admission:
-    return ADMITTED
+async def admit(
+    caller: Caller, resolved: Resolved, models: Iterable[str | None], stores: AdmissionStores,
+    *, deadline_s: float,
+) -> Admission:  # fmt: skip
+    rules = budget_rules(caller, resolved)
+    limits = tuple(s for s in (caller.workspace.limits, caller.key.limits) if s is not None)
+    if not rules and not limits:
+        return NOTHING
+    now, request_id = caller.started_at, str(caller.trace_id)
+    routing = resolved.routing
+    tokens = routing.input_tokens + routing.output_tokens
+    admission = Admission(stores, limits=limits, tokens_reserved=tokens,
+                          input_tokens=routing.input_tokens, lease=request_id)  # fmt: skip
+    try:
+        if limits:
+            verdict = await stores.limits.acquire(limits, tokens=tokens, lease=request_id, now=now)
+            if not verdict.admitted:
+                admission.settled = True
+                metrics.ADMISSION_REFUSALS.labels("rate_limited").inc()
+                raise ApiError(429, _limit_message(verdict.refused), code="rate_limited",
+                               headers={**verdict.headers,
+                                        "Retry-After": str(verdict.retry_after_s)})  # fmt: skip
+            admission.headers.update(verdict.headers)
+        if rules:
+            await _reserve(admission, caller, rules, models, deadline_s)
+    except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
+        admission.settle(0, 0, now)  # give back whatever was taken before the failure
+        metrics.ADMISSION_REFUSALS.labels("budget_store_unavailable").inc()
+        raise ApiError(503, "Budgets and rate limits cannot be checked right now; the request "
+                       "was not sent.", code="budget_store_unavailable",
+                       headers={"Retry-After": "1"}) from error  # fmt: skip
+    return admission
+
+
+async def _reserve(
+    admission: Admission, caller: Caller, rules: tuple[BudgetRule, ...],
+    models: Iterable[str | None], deadline_s: float,
+) -> None:  # fmt: skip
+    assert admission.stores is not None
+    now = caller.started_at
+    endpoints = _reachable(caller, models)
+    amount = worst_case_micros(admission.input_tokens, admission.tokens_reserved
+                               - admission.input_tokens, endpoints)  # fmt: skip
+    owed = charges(rules, now)
+    hold = Hold(str(caller.trace_id), caller.workspace.id, owed, amount, now + deadline_s
+                + SETTLE_MARGIN_S)  # fmt: skip
+    verdict = await admission.stores.budgets.reserve(hold)
+    remaining = {BUDGET_HEADER: usd(verdict.remaining_micros)}
+    if not verdict.admitted:
+        admission.settle(0, 0, now)  # the rate limits taken above go back
+        assert verdict.refused is not None
+        metrics.ADMISSION_REFUSALS.labels("budget_exceeded").inc()
+        raise ApiError(402, _budget_message(verdict.refused, amount), code="budget_exceeded",
+                       headers=remaining)  # fmt: skip
+    admission.hold = hold
+    admission.headers.update(remaining)
+
+
+def budget_rules(caller: Caller, resolved: Resolved) -> tuple[BudgetRule, ...]:
+    """The workspace's budgets, the key's, and each budget node of the key's route that
+    the walk passed `within` (its cap applies to the key's spending in its period)."""
+    rules = caller.workspace.budgets + caller.key.budgets
+    choice = resolved.route
+    deployed = caller.workspace.routes.get(choice.slug) if choice is not None else None
+    if choice is None or deployed is None or deployed.route is None:
+        return rules
+    scope = key_scope(caller.workspace.id, caller.key.name)
+    found = []
+    for step in choice.outcome.visited:
+        node = deployed.route.nodes.get(step.node)
+        if isinstance(node, BudgetNode) and step.exit == "within":
+            label = f"route {choice.slug} node {step.node}"
+            found.append(BudgetRule(scope, node.period, node.limit_micros, (), label))
+    return rules + tuple(found)
+
+
+def _reachable(caller: Caller, models: Iterable[str | None]) -> list[EndpointInfo]:
+    """The endpoints the plan's models may be answered by (auto: every endpoint)."""
+    snap = caller.snapshot
+    found: list[EndpointInfo] = []
+    for model in models:
+        found += snap.all_endpoints if model is None else snap.endpoints.get(model, ())
+    return found
+
+
+def _budget_message(refused: Charge, amount: int) -> str:
+    rule = min(refused.rules, key=lambda r: r.limit_micros)
+    return (f"The {rule.label} budget of ${usd(rule.limit_micros)} does not cover this "
+            f"request's worst case of ${usd(amount)}.")  # fmt: skip
+
+
+def _limit_message(refused: str | None) -> str:
+    scope, _, kind = (refused or "/").rpartition("/")
+    who = "key" if scope.startswith("key:") else "workspace"
+    return f"The {who}'s {kind or 'rate'} limit is reached; retry after the Retry-After delay."
+
+
+async def _alert(hold: Hold, settled: Settled) -> None:
+    crossed = []
+    for charge in hold.charges:
+        for rule in charge.rules:
+            before, after = settled.before[charge.counter], settled.after[charge.counter]
+            crossed += [(rule, charge.counter, t) for t in rule.alerts
+                        if before < t * rule.limit_micros <= after]  # fmt: skip
+    if crossed:
+        await fire_alerts(crossed, hold.workspace_id)
+
+
+def tokens_used(usage: dict[str, Any] | None, admission: Admission) -> int:
+    """What the rate limit's tokens settle to: the usage's total, else the reservation."""
+    if usage:
+        total = usage.get("total_tokens")
+        if isinstance(total, int):
+            return total
+        return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    return admission.tokens_reserved

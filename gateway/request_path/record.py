@@ -45,6 +45,7 @@ class RequestRecord:
     anthropic_version: str = ""  # what a Messages client sent, kept as sent (R-API-9)
     route: RouteChoice | None = None  # the dynamic route that handled it (R-ROUTE-1, D-23)
     route_inputs: dict[str, Any] | None = None  # a routed key's decision inputs (R-BEY-3)
+    admission_headers: dict[str, str] = field(default_factory=dict)  # budget, rate limits
 
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
@@ -123,6 +124,10 @@ def add_headers(
         for name, value in record.tier.headers().items():
             response[name] = value
     response["X-Switchyard-Attempts"] = orjson.dumps([a.as_dict() for a in attempts]).decode()
+    if record is not None:
+        for name, value in record.admission_headers.items():
+            if name not in response:  # a refusal's own headers (its 402, 429) win
+                response[name] = value
     return response
 
 

@@ -14,19 +14,19 @@ from django.http import HttpRequest, HttpResponseBase
 
 from gateway.errors import ApiError
 from gateway.request_path import parse
-from gateway.request_path.admit import Admission, admit
+from gateway.request_path.admit import Admission, admit, tokens_used
 from gateway.request_path.affinity import session_of
 from gateway.request_path.authenticate import authenticate
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan
-from gateway.request_path.execute import execute_plan
+from gateway.request_path.execute import deadline_s, execute_plan
 from gateway.request_path.operation import Finish, Operation, Served
 from gateway.request_path.record import RequestRecord, add_headers, cost_micros, finish
 from gateway.request_path.resolve import Resolved, resolve_request, route_seed
 from gateway.request_path.routes import RouteRejected
-from gateway.state import request_state
+from gateway.state import admission_state, request_state
 from gateway.state.request_state import Effects, apply
-from routing.engine.types import RoutingRequest
+from routing.engine.types import EndpointInfo, RoutingRequest
 
 # Recorded for a request whose client hung up before the answer began (nginx's code).
 CLIENT_CLOSED_REQUEST = 499
@@ -97,20 +97,49 @@ async def _steps(
         return operation.render(Served(caller, record, parsed, resolved, plan, None, None))
     apply(effects)
     apply(plan.effects)
-    admission = admit(caller, resolved)  # 5
-    outcome = await execute_plan(  # 6
-        caller, record, plan, resolved.body, stream=parsed.stream, apply=apply
+    gateway = request_state.gateway_settings()
+    admission = await admit(  # 5
+        caller,
+        resolved,
+        plan.models,
+        admission_state.stores(),
+        deadline_s=deadline_s(caller, gateway),
     )
+    record.admission_headers = admission.headers
+    try:
+        outcome = await execute_plan(  # 6
+            caller, record, plan, resolved.body, stream=parsed.stream, apply=apply
+        )
+    except ApiError:
+        admission.settle(0, 0, caller.now())  # every attempt failed: nothing was answered
+        raise
+    except asyncio.CancelledError:
+        # The client hung up during an attempt: the upstream may have read the input.
+        admission.settle(admission.cost_of(0, _tried(record), 0), 0, caller.now())
+        raise
     done = _recorder(caller, record, admission)  # 7, when the answer is complete
     return operation.render(Served(caller, record, parsed, resolved, plan, outcome, done))
 
 
 def _recorder(caller: Caller, record: RequestRecord, admission: Admission) -> Finish:
     def done(**outcome: Any) -> None:
-        admission.settle(cost_micros(outcome.get("usage"), outcome.get("target")))
+        streamed_chars = outcome.pop("streamed_chars", 0)
+        usage, target = outcome.get("usage"), outcome.get("target")
+        cost = admission.cost_of(cost_micros(usage, target),
+                                 target.endpoint if target else None, streamed_chars)  # fmt: skip
+        admission.settle(cost, tokens_used(usage, admission), caller.now())
         apply(finish(caller, record, **outcome))
 
     return cast(Finish, done)
+
+
+def _tried(record: RequestRecord) -> EndpointInfo | None:
+    """The endpoint of the last attempt made, if any."""
+    decision = record.decision
+    if not record.attempts or decision is None:
+        return None
+    tried = record.attempts[-1].endpoint
+    return next((e for e in decision.ordered if e.id == tried), None)
 
 
 async def child_request(

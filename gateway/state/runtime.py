@@ -14,6 +14,7 @@ from django.conf import settings
 
 from audit.record import TraceWriter
 from gateway.gateway_settings import GatewaySettings
+from gateway.state import admission_state
 from gateway.state.db_thread import in_db_thread
 from gateway.state.key_usage import KeyUsage
 from gateway.state.shared_state import SharedState
@@ -178,6 +179,7 @@ def reset() -> None:
     _stores = None
     _adaptive = AdaptiveState()
     _key_usage = KeyUsage()
+    admission_state.reset()
     _holder = None
     _writer = None
     _live = None

@@ -9,10 +9,12 @@ parsers, which own their defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from django.db import transaction
 
 from gateway.models import ConfigVersion
+from gateway.state.snapshot_budgets import Governed, load_governance
 from gateway.state.snapshot_keys import load_keys
 from gateway.state.snapshot_routes import load_routes
 from gateway.state.snapshot_types import (
@@ -46,7 +48,7 @@ class _EndpointTables:
 
 
 def load_snapshot() -> Snapshot:
-    """Read the whole configuration (synchronous; run it off the event loop). Eleven queries,
+    """Read the whole configuration (synchronous; run it off the event loop). Thirteen queries,
     whatever the size of the catalog."""
     with transaction.atomic():
         version = read_version()
@@ -61,9 +63,15 @@ def load_snapshot() -> Snapshot:
             names=names, providers=frozenset(providers), virtual=frozenset(virtual)
         )
         routes = load_routes(catalog)
+        governance = load_governance()
     workspaces = {
-        pk: replace(entry, routes=routes[pk]) if pk in routes else entry
+        pk: replace(entry, routes=routes.get(pk, entry.routes), **_governed(governance, pk, ""))
         for pk, entry in workspaces.items()
+    }
+    keys = {
+        lookup: replace(entry, **_governed(governance, entry.workspace_id, entry.name))
+        if (entry.workspace_id, entry.name) in governance and entry.name else entry
+        for lookup, entry in keys.items()
     }
     return Snapshot(
         version=version,
@@ -85,6 +93,13 @@ def read_version() -> int:
     return ConfigVersion.objects.filter(pk=1).values_list("version", flat=True).first() or 0
 
 
+def _governed(
+    governance: dict[tuple[int, str], Governed], workspace_id: int, key_name: str
+) -> dict[str, Any]:
+    found = governance.get((workspace_id, key_name))
+    return {} if found is None else {"budgets": found.budgets, "limits": found.limits}
+
+
 def _load_credentials() -> dict[int, dict[str, CredentialEntry]]:
     """BYOK credentials by workspace id, then provider slug (two queries: the rows and
     their key restrictions)."""
@@ -94,6 +109,7 @@ def _load_credentials() -> dict[int, dict[str, CredentialEntry]]:
             sealed=Sealed(bytes(cred.ciphertext), bytes(cred.nonce), cred.key_id),
             models=frozenset(cred.allowed_models),
             api_key_ids=frozenset(k.pk for k in cred.api_keys.all()),
+            managed_fallback=cred.managed_fallback,
         )
     return credentials
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.admission.budgets import BudgetRule
+from gateway.admission.limits import LimitSpec
 from routing.engine.adaptive import MIN_WEIGHT_FRACTION
 from routing.engine.auto.settings import AutoSettings
 from routing.engine.key_scope import PresetView
@@ -34,6 +36,9 @@ class KeyEntry:
     allowed: frozenset[str] | None = None
     policy: PolicyView | None = None
     routes: tuple[str, ...] = ()
+    # Its name's budgets and rate limits (R-LIM-1/2, gateway/state/snapshot_budgets.py).
+    budgets: tuple[BudgetRule, ...] = ()
+    limits: LimitSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,7 @@ class CredentialEntry:
     sealed: Sealed
     models: frozenset[str]  # empty = every model
     api_key_ids: frozenset[int]  # empty = every key
+    managed_fallback: bool = False  # may a failed BYOK request use managed credentials
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,8 @@ class WorkspaceEntry:
     auto: AutoSettings = field(default_factory=AutoSettings)  # auto router (R-AUTO-1, D-2)
     created: int = 0  # epoch seconds; `created` of its aliases in /v1/models
     routes: dict[str, DeployedRoute] = field(default_factory=dict)  # deployed, by slug
+    budgets: tuple[BudgetRule, ...] = ()  # its own, `daily_budget` included (D-28)
+    limits: LimitSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,8 @@ def test_d_24_every_problem_of_a_key_entry_is_reported_with_its_path() -> None:
     errors = errors_of(
         workspace(keys=[
             {"name": "bot", "preset": "nope", "routes": ["missing"], "expires_at": "soon"},
-            {"name": "bot", "limits": {"requests_per_minute": 5}},
+            {"name": "bot", "limits": {"requests_per_minute": 0},
+             "budget": {"period": "hourly", "usd": 5, "alerts": [1.5]}},
         ])
     )  # fmt: skip
     # then
@@ -42,8 +43,10 @@ def test_d_24_every_problem_of_a_key_entry_is_reported_with_its_path() -> None:
         "workspaces[0].keys[0].preset: unknown preset 'nope' (not in this workspace)",
         "workspaces[0].keys[0].routes[0]: unknown route 'missing' (not in this workspace)",
         "workspaces[0].keys[0].expires_at: 'soon' is not a date (2027-06-30) or ISO datetime",
-        "workspaces[0].keys[1].limits: is not supported yet: key limits and budgets are not "
-        "enforced",
+        "workspaces[0].keys[1].budget.period: must be one of daily, weekly, monthly (got 'hourly')",
+        "workspaces[0].keys[1].budget.alerts[0]: must be a fraction of the budget in (0, 1], "
+        "such as 0.8",
+        "workspaces[0].keys[1].limits.requests_per_minute: must be ≥ 1",
         "workspaces[0].keys[1].name: duplicate of workspaces[0].keys[0].name",
     ]
 

@@ -106,6 +106,9 @@ class StreamTranslator:
             "created": created,
             "model": model,
         }
+        # Characters of text and tool input streamed: what a stream without usage is
+        # charged by (SPEC D-28).
+        self.streamed_chars = 0
         # Anthropic content-block index -> OpenAI tool_calls index (counts tool_use blocks).
         self._tool_index_by_block: dict[int, int] = {}
         # Content-block indexes of answer-tool blocks, whose input streams as content.
@@ -190,9 +193,11 @@ class StreamTranslator:
         delta = payload.get("delta") or {}
         kind = delta.get("type")
         if kind == "text_delta" and delta.get("text"):
+            self.streamed_chars += len(delta["text"])
             return [self._content_chunk({"content": delta["text"]})]
         if kind != "input_json_delta" or not delta.get("partial_json"):
             return []  # thinking/signature/citations deltas, and empty fragments
+        self.streamed_chars += len(delta["partial_json"])
         block_index = payload.get("index", -1)
         if block_index in self._answer_blocks:
             return [self._content_chunk({"content": delta["partial_json"]})]

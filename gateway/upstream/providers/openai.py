@@ -69,6 +69,26 @@ def parse_error(status: int, data: bytes) -> tuple[str, str]:
         return "upstream_error", f"HTTP {status} from upstream"
 
 
+TEXT_FIELDS = (b'"content":"', b'"arguments":"')
+
+
+def _text_length(data: bytes) -> int:
+    """The length of a chunk's text strings (content, tool-call arguments) as sent, escapes
+    counted as written: found with `find`, not by parsing every frame of every stream."""
+    total = 0
+    for field in TEXT_FIELDS:
+        start = data.find(field)
+        while start >= 0:
+            begin = end = start + len(field)
+            while (end := data.find(b'"', end)) > 0 and data[end - 1] == 0x5C:  # \"
+                end += 1
+            if end < 0:
+                break
+            total += end - begin
+            start = data.find(field, end)
+    return total
+
+
 def _is_json(data: bytes) -> bool:
     try:
         orjson.loads(data)
@@ -92,6 +112,8 @@ class StreamTranslator:
         self.error: tuple[str, str] | None = None
         self.error_code: object = None  # the in-band error's `code` (a status, or a name)
         self.emitted_content = False
+        # Characters of text forwarded: what a stream without usage is charged by (D-28).
+        self.streamed_chars = 0
         # The upstream's chunk id and created time, read from its first chunk, so the
         # gateway's own last chunk (the switchyard block) carries the same ones.
         self.chunk_id: str | None = None
@@ -113,6 +135,7 @@ class StreamTranslator:
             for old, new in self._rewrites:
                 raw = raw.replace(old, new)
             frames.append(raw)
+            self.streamed_chars += _text_length(data)
             if not self.emitted_content:
                 self._remember_ids(data)
             self.emitted_content = True
@@ -128,6 +151,7 @@ class StreamTranslator:
                 self.chunk_id = payload["id"]
             if isinstance(payload.get("created"), int):
                 self.created = payload["created"]
+
 
     def _inspect(self, data: bytes) -> bool:
         """Record usage or an in-band error; True when the frame must not be forwarded."""

@@ -1,0 +1,159 @@
+"""Where budget counters live, and the in-process store of the embedded default.
+
+Every store does the same three things (ARCHITECTURE "Budgets are reserve → settle"):
+`reserve` checks `spent + reserved + amount ≤ cap` on every counter of a request and, only
+if all hold, reserves `amount` on each, in one atomic step; `settle` replaces the
+reservation with what the request cost (once: a second settlement, or one after the
+sweeper charged an abandoned reservation, changes nothing); `sweep` charges reservations
+whose process died — the whole reserved amount, since the upstream may have billed it.
+A counter a store does not hold yet is rebuilt from the ledger first.
+
+`MemoryBudgetStore` keeps counters in this process, behind a lock: correct for one process
+(`make run`). Several workers or replicas share PostgreSQL (database_store.py) or Redis
+(redis_store.py). The database and Redis stores raise `BudgetStoreUnavailable` when they
+cannot answer; the admit step then refuses (503 `budget_store_unavailable`), never admits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.admission.budgets import Charge, tightest
+from gateway.admission.ledger import Entry, Ledger
+from routing.engine.routes.periods import period_bounds
+
+
+class BudgetStoreUnavailable(Exception):
+    """The store cannot be reached or failed: budgets cannot be checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One request's reservation."""
+
+    request_id: str
+    workspace_id: int
+    charges: tuple[Charge, ...]
+    amount_micros: int
+    expires_at: float  # epoch seconds; after it the sweeper charges it
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    admitted: bool
+    # The least left under any cap: after this reservation, or without it when refused.
+    remaining_micros: int
+    refused: Charge | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """Each counter's spending before and after a settlement (for alert thresholds)."""
+
+    before: dict[str, int]
+    after: dict[str, int]
+
+
+@dataclass(slots=True)
+class CounterState:
+    spent_micros: int = 0
+    reserved_micros: int = 0
+    requests: int = 0
+
+
+class BudgetStore(Protocol):
+    async def reserve(self, hold: Hold) -> Verdict: ...
+
+    async def settle(self, hold: Hold, cost_micros: int, now: float) -> Settled | None: ...
+
+    async def read(self, counters: Sequence[str]) -> dict[str, CounterState]: ...
+
+    async def sweep(self, now: float) -> list[Hold]: ...
+
+
+def ledger_entries(hold: Hold, cost_micros: int, kind: str, now: float) -> list[Entry]:
+    return [Entry(hold.request_id, c.counter, hold.workspace_id, cost_micros, kind, now)
+            for c in hold.charges]  # fmt: skip
+
+
+class MemoryBudgetStore:
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._counters: dict[str, CounterState] = {}
+        self._open: dict[str, Hold] = {}
+        self._lock = threading.Lock()  # the event loop and the scheduler's thread
+
+    async def reserve(self, hold: Hold) -> Verdict:
+        await self._load([c.counter for c in hold.charges])
+        with self._lock:
+            states = [self._counters[c.counter] for c in hold.charges]
+            used = [s.spent_micros + s.reserved_micros for s in states]
+            for charge, already in zip(hold.charges, used, strict=True):
+                if already + hold.amount_micros > charge.cap_micros:
+                    return Verdict(False, tightest(hold.charges, used), charge)
+            for state in states:
+                state.reserved_micros += hold.amount_micros
+            self._open[hold.request_id] = hold
+            return Verdict(True, tightest(hold.charges, [u + hold.amount_micros for u in used]))
+
+    async def settle(self, hold: Hold, cost_micros: int, now: float) -> Settled | None:
+        settled = self._settle(hold, cost_micros)
+        if settled is not None:
+            self.ledger.record(ledger_entries(hold, cost_micros, "settled", now))
+        return settled
+
+    def _settle(self, hold: Hold, cost_micros: int) -> Settled | None:
+        with self._lock:
+            if self._open.pop(hold.request_id, None) is None:
+                return None  # settled already, or swept
+            before, after = {}, {}
+            for charge in hold.charges:
+                state = self._counters[charge.counter]
+                before[charge.counter] = state.spent_micros
+                state.reserved_micros = max(state.reserved_micros - hold.amount_micros, 0)
+                state.spent_micros += cost_micros
+                state.requests += 1
+                after[charge.counter] = state.spent_micros
+            return Settled(before, after)
+
+    async def read(self, counters: Sequence[str]) -> dict[str, CounterState]:
+        await self._load(counters)
+        with self._lock:
+            return {name: CounterState(s.spent_micros, s.reserved_micros, s.requests)
+                    for name in counters for s in (self._counters[name],)}  # fmt: skip
+
+    async def sweep(self, now: float) -> list[Hold]:
+        """Charge reservations past their expiry (a request that never settled: a bug or a
+        task that was killed), and forget counters of periods that are over."""
+        with self._lock:
+            expired = [h for h in self._open.values() if h.expires_at < now]
+        swept = []
+        for hold in expired:
+            if self._settle(hold, hold.amount_micros) is not None:
+                self.ledger.record(ledger_entries(hold, hold.amount_micros, "expired", now))
+                swept.append(hold)
+        with self._lock:
+            live = {c.counter for h in self._open.values() for c in h.charges}
+            for name in [n for n in self._counters if n not in live and _period_over(n, now)]:
+                del self._counters[name]
+        return swept
+
+    async def _load(self, counters: Sequence[str]) -> None:
+        """Rebuild counters this process does not hold from the ledger."""
+        missing = [name for name in counters if name not in self._counters]
+        if not missing:
+            return
+        totals = await self.ledger.totals(missing)
+        with self._lock:
+            for name in missing:  # another request may have loaded it meanwhile
+                spent, requests = totals.get(name, (0, 0))
+                self._counters.setdefault(name, CounterState(spent, 0, requests))
+
+
+def _period_over(counter: str, now: float) -> bool:
+    """Whether the period a counter name ends with (`…:daily:1796083200`) is over."""
+    _scope, period, start = counter.rsplit(":", 2)
+    return period_bounds(period, float(start))[1] <= now

@@ -1,0 +1,111 @@
+"""The spending ledger (SPEC R-LIM-2): one `SpendEntry` row per request and counter it was
+charged to, the durable truth every budget store rebuilds its counters from — a new
+process (the in-process store), a Redis that lost its data. Rows are queued and
+bulk-inserted off the request path, like traces; the unique (request, counter) pair makes
+a retried write, or a late settlement after the sweeper charged the request, count once.
+
+`totals` answers from the database plus this process's rows not yet written, so a counter
+rebuilt in the moment between a settlement and its insert still holds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import Count, Sum
+
+from workspaces.models import SpendEntry
+
+log = logging.getLogger(__name__)
+MAX_PENDING = 100_000  # entries; beyond this the oldest are dropped, loudly
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    request_id: str
+    counter: str
+    workspace_id: int
+    cost_micros: int
+    kind: str  # settled | expired
+    at: float  # epoch seconds
+
+
+class Ledger:
+    def __init__(self, flush_s: float, run_sync: Callable[[Callable[..., Any]], Any]) -> None:
+        """`run_sync` turns a query into an awaitable (the gateway's database thread)."""
+        self.flush_s = flush_s
+        self.run_sync = run_sync
+        self._pending: list[Entry] = []
+        self._task: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def record(self, entries: Sequence[Entry]) -> None:
+        """Queue entries for the next write. Never blocks, never raises."""
+        overflow = len(self._pending) + len(entries) - MAX_PENDING
+        if overflow > 0:
+            log.error("ledger queue full; dropping the %d oldest entries", overflow)
+            del self._pending[:overflow]
+        self._pending.extend(entries)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_s)
+            await self.flush()
+            if not self._pending:
+                return
+
+    async def flush(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return
+            try:
+                await self.run_sync(write_entries)(batch)
+            except Exception:
+                log.exception("writing %d ledger entries failed; they will be retried", len(batch))
+                self._pending[:0] = batch
+
+    async def totals(self, counters: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """(spent micro-dollars, requests) of each counter, written or still queued here."""
+        found: dict[str, tuple[int, int]] = await self.run_sync(stored_totals)(list(counters))
+        wanted = set(counters)
+        for entry in self._pending:
+            if entry.counter in wanted:
+                spent, requests = found.get(entry.counter, (0, 0))
+                found[entry.counter] = (spent + entry.cost_micros, requests + 1)
+        return found
+
+
+def write_entries(entries: Sequence[Entry]) -> None:
+    SpendEntry.objects.bulk_create(
+        [
+            SpendEntry(
+                request_id=e.request_id,
+                counter=e.counter,
+                workspace_id=e.workspace_id,
+                cost_micros=e.cost_micros,
+                kind=e.kind,
+                at=datetime.fromtimestamp(e.at, tz=UTC),
+            )  # fmt: skip
+            for e in entries
+        ],
+        ignore_conflicts=True,  # (request, counter) once: a retry or a late settlement
+    )
+
+
+def stored_totals(counters: list[str]) -> dict[str, tuple[int, int]]:
+    rows = (
+        SpendEntry.objects.filter(counter__in=counters)
+        .values("counter")
+        .annotate(spent=Sum("cost_micros"), requests=Count("id"))
+    )
+    return {row["counter"]: (int(row["spent"] or 0), int(row["requests"])) for row in rows}

@@ -1,0 +1,205 @@
+"""Rate limits shared by every replica through Redis (SPEC R-LIM-1, R-BEY-9): the semantics
+of limits.py, each acquire one Lua script, so every scope and kind of a request is checked
+and taken atomically, all or nothing, whatever the other replicas do at the same moment.
+
+The scripts read Redis's clock (`TIME`), not the caller's `now`, so replicas with skewed
+clocks agree. Keys, under PREFIX (SWITCHYARD_SHARED_STATE_PREFIX's "switchyard" by default):
+
+    PREFIX:limit:SCOPE:requests|tokens   hash {level, at}: a GCRA bucket (limits.RateState),
+                                         expiring once drained empty
+    PREFIX:limit:SCOPE:concurrent        sorted set lease -> expiry (epoch ms); expired
+                                         leases are dropped before counting
+    PREFIX:lease:LEASE                   an admitted request not yet released (once only)
+
+Unreachable, slow or failing Redis raises `LimitStoreUnavailable`: never an admission
+nobody counted (fail closed; the caller answers 503 `budget_store_unavailable`). All keys
+of one request go to one server: a Redis Cluster would need them under one hash tag."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import redis.asyncio as redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
+
+from gateway.admission.limit_store import LEASE_TTL_S
+from gateway.admission.limits import (
+    LEVEL_SLACK,
+    CheckResult,
+    Kind,
+    LimitSpec,
+    LimitStoreUnavailable,
+    LimitVerdict,
+    plan_checks,
+    verdict,
+)
+
+DEFAULT_PREFIX = "switchyard"
+CONNECT_TIMEOUT_S = 0.5  # every request waits on this store: fail fast, then 503
+COMMAND_TIMEOUT_S = 1.0
+REDIS_ERRORS = (RedisError, OSError)  # OSError: refused connections and socket timeouts
+KEY_GRACE_MS = 1000  # keys outlive what they hold by a second, never by less
+
+# Lua numbers go back to Redis as integers unless formatted; %.17g round-trips a double.
+_COMMON_LUA = """
+local function fmt(x) return string.format('%.17g', x) end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local function drained(key, limit)
+  local state = redis.call('HMGET', key, 'level', 'at')
+  if not state[1] then return 0 end
+  local elapsed = math.max(now - tonumber(state[2]), 0)
+  return math.max(tonumber(state[1]) - elapsed * limit / 60, 0)
+end
+local function store(key, level, limit)
+  if level <= 0 then redis.call('DEL', key) return end
+  redis.call('HSET', key, 'level', fmt(level), 'at', fmt(now))
+  redis.call('PEXPIRE', key, math.ceil(level * 60000 / limit) + GRACE_MS)
+end
+"""
+
+# KEYS: the lease key, then one per check. ARGV: lease, lease ttl (ms), then per check its
+# kind, limit and cost. Reply: all-admitted flag, then per check its flag and level before.
+ACQUIRE_LUA = (
+    (
+        _COMMON_LUA
+        + """
+local lease, ttl_ms = ARGV[1], tonumber(ARGV[2])
+local n = #KEYS - 1
+local before, passes, all = {}, {}, true
+for i = 1, n do
+  local key, kind = KEYS[i + 1], ARGV[3 * i]
+  local limit, cost = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+  if kind == 'concurrent' then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now * 1000)
+    before[i] = redis.call('ZCARD', key)
+    passes[i] = before[i] < limit
+  else
+    before[i] = drained(key, limit)
+    passes[i] = limit > 0 and before[i] + cost <= limit + LEVEL_SLACK
+  end
+  all = all and passes[i]
+end
+if all then
+  for i = 1, n do
+    local key, kind = KEYS[i + 1], ARGV[3 * i]
+    local limit, cost = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+    if kind == 'concurrent' then
+      redis.call('ZADD', key, now * 1000 + ttl_ms, lease)
+      if redis.call('PTTL', key) < ttl_ms + GRACE_MS then
+        redis.call('PEXPIRE', key, ttl_ms + GRACE_MS)
+      end
+    else
+      store(key, before[i] + cost, limit)
+    end
+  end
+  redis.call('SET', KEYS[1], '1', 'PX', ttl_ms)
+end
+local reply = {all and 1 or 0}
+for i = 1, n do
+  reply[#reply + 1] = passes[i] and 1 or 0
+  reply[#reply + 1] = fmt(before[i])
+end
+return reply
+"""
+    )
+    .replace("GRACE_MS", str(KEY_GRACE_MS))
+    .replace("LEVEL_SLACK", repr(LEVEL_SLACK))
+)
+
+# KEYS: the lease key, then one per token or concurrency check. ARGV: lease, tokens used
+# minus reserved, then per check its kind and limit. Reply: 1 if released now, else 0.
+RELEASE_LUA = (
+    (
+        _COMMON_LUA
+        + """
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+local lease, delta = ARGV[1], tonumber(ARGV[2])
+for i = 2, #KEYS do
+  local kind, limit = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
+  if kind == 'concurrent' then
+    redis.call('ZREM', KEYS[i], lease)
+  else
+    store(KEYS[i], math.max(drained(KEYS[i], limit) + delta, 0), limit)
+  end
+end
+return 1
+"""
+    )
+    .replace("GRACE_MS", str(KEY_GRACE_MS))
+    .replace("LEVEL_SLACK", repr(LEVEL_SLACK))
+)
+
+
+class RedisLimiter:
+    """The LimitStore replicas share. `now` is accepted for the protocol and ignored."""
+
+    def __init__(
+        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, lease_ttl_s: float = LEASE_TTL_S
+    ) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.lease_ttl_ms = int(lease_ttl_s * 1000)
+        # register_script: EVALSHA, loading the script on NOSCRIPT (a restarted Redis).
+        self._acquire: AsyncScript = client.register_script(ACQUIRE_LUA)
+        self._release: AsyncScript = client.register_script(RELEASE_LUA)
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, prefix: str = DEFAULT_PREFIX, lease_ttl_s: float = LEASE_TTL_S
+    ) -> RedisLimiter:
+        client = redis.from_url(
+            url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=COMMAND_TIMEOUT_S
+        )
+        return cls(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def acquire(
+        self, specs: Sequence[LimitSpec], *, tokens: int, lease: str, now: float
+    ) -> LimitVerdict:
+        planned = plan_checks(specs, tokens=tokens)
+        keys = [self._lease_key(lease)] + [self._key(p.scope, p.kind) for p in planned]
+        args: list[str | int] = [lease, self.lease_ttl_ms]
+        for one in planned:
+            args += [one.kind.value, one.limit, one.cost]
+        try:
+            reply = await self._acquire(keys=keys, args=args)
+        except REDIS_ERRORS as error:
+            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
+        results = [
+            CheckResult(one, bool(int(reply[1 + 2 * i])), float(reply[2 + 2 * i]))
+            for i, one in enumerate(planned)
+        ]
+        return verdict(results)
+
+    async def release(
+        self,
+        specs: Sequence[LimitSpec],
+        *,
+        lease: str,
+        tokens_reserved: int,
+        tokens_used: int,
+        now: float,
+    ) -> None:
+        keys = [self._lease_key(lease)]
+        args: list[str | int] = [lease, tokens_used - tokens_reserved]
+        for spec in specs:
+            if spec.tokens_per_minute:  # not None, nor 0 (nothing to settle against)
+                keys.append(self._key(spec.scope, Kind.TOKENS))
+                args += [Kind.TOKENS.value, spec.tokens_per_minute]
+            if spec.concurrent is not None:
+                keys.append(self._key(spec.scope, Kind.CONCURRENT))
+                args += [Kind.CONCURRENT.value, spec.concurrent]
+        try:
+            await self._release(keys=keys, args=args)
+        except REDIS_ERRORS as error:
+            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
+
+    def _key(self, scope: str, kind: Kind) -> str:
+        return f"{self.prefix}:limit:{scope}:{kind.value}"
+
+    def _lease_key(self, lease: str) -> str:
+        return f"{self.prefix}:lease:{lease}"

@@ -1,0 +1,230 @@
+"""The budget store in Redis, shared by every replica (SPEC R-BEY-9).
+
+One Lua script reserves across all of a request's counters atomically (Redis runs a
+script alone): it checks `spent + reserved + amount ≤ cap` on each and only then adds
+`amount` to each `reserved`, and records the open reservation (a hash) in a sorted set by
+expiry, for the sweeper. A second script settles it — once: a reservation no longer open
+(settled, or swept: charged whole) changes nothing. A counter Redis does not hold (a new
+period, or Redis lost its data) makes the reserve script answer `missing`; the store then
+rebuilds it from the ledger (SET if still absent) and tries again. Counters expire a day
+after their period ends. Redis unreachable or failing raises `BudgetStoreUnavailable`:
+the request is refused, never admitted unchecked.
+
+A Redis flush forgets the reservations open at that moment: until those requests end, the
+budget may be overspent by at most their reserved amounts (docs/budgets.md). Their
+settlements still reach the counters and the ledger; the sweeper cannot charge them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+from gateway.admission.budget_store import (
+    BudgetStoreUnavailable,
+    CounterState,
+    Hold,
+    Settled,
+    Verdict,
+    ledger_entries,
+)
+from gateway.admission.budgets import Charge, tightest
+from gateway.admission.ledger import Ledger
+
+# Keys: `{prefix}:budget:{counter}` (a hash: spent, reserved, requests), `…:budget:open`
+# (a sorted set: request id -> expiry), `…:budget:res:{id}` and `…:budget:swept:{id}`.
+# The prefix is the installation's SWITCHYARD_SHARED_STATE_PREFIX; `@` stands for it below.
+KEEP_AFTER_PERIOD_S = 86_400
+SWEEP_BATCH = 200
+MAX_REBUILDS = 3  # a counter missing again right after it was rebuilt: Redis is flapping
+REDIS_ERRORS = (RedisError, OSError)
+POOL_CONNECTIONS = 32  # per worker; a script takes well under a millisecond
+POOL_WAIT_S = 2.0  # for a free connection, before the store counts as unavailable
+
+# KEYS: counters; ARGV: amount, request id, expiry, reservation (JSON), then per counter
+# its cap and its expiry time (epoch seconds). -> {"missing", i...} | {"refused", i, used...}
+# | {"ok", used...} (used: spent + reserved of each counter, after reserving when ok).
+RESERVE = """
+local amount = tonumber(ARGV[1])
+local missing = {}
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then missing[#missing + 1] = i end
+end
+if #missing > 0 then return {'missing', unpack(missing)} end
+local used = {}
+local refused = 0
+for i = 1, #KEYS do
+  local spent = tonumber(redis.call('HGET', KEYS[i], 'spent') or '0')
+  local reserved = tonumber(redis.call('HGET', KEYS[i], 'reserved') or '0')
+  used[i] = spent + reserved
+  if refused == 0 and used[i] + amount > tonumber(ARGV[3 + 2 * i]) then refused = i end
+end
+if refused > 0 then return {'refused', refused, unpack(used)} end
+for i = 1, #KEYS do
+  redis.call('HINCRBY', KEYS[i], 'reserved', amount)
+  redis.call('EXPIREAT', KEYS[i], ARGV[4 + 2 * i])
+  used[i] = used[i] + amount
+end
+redis.call('SET', '@:budget:res:' .. ARGV[2], ARGV[4])
+redis.call('ZADD', '@:budget:open', ARGV[3], ARGV[2])
+return {'ok', unpack(used)}
+"""
+
+# KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls.
+# -> {} when there is nothing to settle, else each counter's spent after. A reservation no
+# longer open was settled or swept (a marker says so) — or forgotten by a flush, when its
+# cost still counts though its reservation is gone.
+SETTLE = """
+local reserved_delta = tonumber(ARGV[1])
+local swept = '@:budget:swept:' .. ARGV[3]
+if redis.call('ZREM', '@:budget:open', ARGV[3]) == 0 then
+  if ARGV[4] == 'sweep' or redis.call('EXISTS', swept) == 1 then return {} end
+  reserved_delta = 0
+else
+  redis.call('DEL', '@:budget:res:' .. ARGV[3])
+  if ARGV[4] == 'sweep' then redis.call('SET', swept, 1, 'EX', 86400) end
+end
+local after = {}
+for i = 1, #KEYS do
+  if reserved_delta > 0 then
+    local reserved = redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta)
+    if reserved < 0 then redis.call('HSET', KEYS[i], 'reserved', 0) end
+  end
+  after[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
+  redis.call('HINCRBY', KEYS[i], 'requests', 1)
+end
+return after
+"""
+
+# KEYS: counters; ARGV: per counter spent, requests, expiry. Only counters still absent.
+REBUILD = """
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    redis.call('HSET', KEYS[i], 'spent', ARGV[3 * i - 2], 'reserved', 0,
+               'requests', ARGV[3 * i - 1])
+    redis.call('EXPIREAT', KEYS[i], ARGV[3 * i])
+  end
+end
+return 1
+"""
+
+
+def shared_pool(url: str) -> redis.BlockingConnectionPool:
+    """A bounded pool where a request waits its turn for a connection (a burst of 200
+    admissions must not fail with "Too many connections" — it would refuse them all)."""
+    return redis.BlockingConnectionPool.from_url(
+        url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S,
+        socket_connect_timeout=1, socket_timeout=2, health_check_interval=30,
+    )  # fmt: skip
+
+
+class RedisBudgetStore:
+    def __init__(self, client: redis.Redis, ledger: Ledger, prefix: str) -> None:
+        self.client, self.ledger = client, ledger
+        self.keys = f"{prefix}:budget:"
+        self.open = self.keys + "open"
+        self._reserve = client.register_script(RESERVE.replace("@", prefix))
+        self._settle = client.register_script(SETTLE.replace("@", prefix))
+        self._rebuild = client.register_script(REBUILD)
+
+    @classmethod
+    def from_url(cls, url: str, ledger: Ledger, prefix: str) -> RedisBudgetStore:
+        return cls(redis.Redis(connection_pool=shared_pool(url)), ledger, prefix)
+
+    async def reserve(self, hold: Hold) -> Verdict:
+        keys = [self.keys + c.counter for c in hold.charges]
+        names = [c.counter for c in hold.charges]
+        record = json.dumps(
+            {"counters": names, "workspace": hold.workspace_id, "amount": hold.amount_micros}
+        )
+        args: list[Any] = [hold.amount_micros, hold.request_id, hold.expires_at, record]
+        for charge in hold.charges:
+            args += [charge.cap_micros, int(charge.reset_at) + KEEP_AFTER_PERIOD_S]
+        for _ in range(MAX_REBUILDS):
+            reply = await self._call(self._reserve, keys, args)
+            status = _text(reply[0])
+            if status == "missing":
+                await self._rebuild_counters([hold.charges[int(i) - 1] for i in reply[1:]])
+                continue
+            used = (
+                [int(u) for u in reply[2:]] if status == "refused" else [int(u) for u in reply[1:]]
+            )
+            remaining = tightest(hold.charges, used)
+            if status == "refused":
+                return Verdict(False, remaining, hold.charges[int(reply[1]) - 1])
+            return Verdict(True, remaining)
+        raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
+
+    async def settle(self, hold: Hold, cost_micros: int, now: float) -> Settled | None:
+        keys = [self.keys + c.counter for c in hold.charges]
+        after = await self._call(self._settle, keys, [hold.amount_micros, cost_micros,
+                                                       hold.request_id, ""])  # fmt: skip
+        if not after:
+            return None  # settled already, or swept (charged whole, in the ledger)
+        self.ledger.record(ledger_entries(hold, cost_micros, "settled", now))
+        names = [c.counter for c in hold.charges]
+        spent = dict(zip(names, (int(a) for a in after), strict=True))
+        return Settled({n: spent[n] - cost_micros for n in names}, spent)
+
+    async def read(self, counters: Sequence[str]) -> dict[str, CounterState]:
+        try:
+            async with self.client.pipeline(transaction=False) as pipe:
+                for name in counters:
+                    pipe.hmget(self.keys + name, "spent", "reserved", "requests")
+                replies = await pipe.execute()
+        except REDIS_ERRORS as error:
+            raise BudgetStoreUnavailable(str(error)) from error
+        found = {}
+        absent = [n for n, r in zip(counters, replies, strict=True) if r[0] is None]
+        totals = await self.ledger.totals(absent) if absent else {}
+        for name, (spent, reserved, requests) in zip(counters, replies, strict=True):
+            if spent is None:
+                total = totals.get(name, (0, 0))
+                found[name] = CounterState(total[0], 0, total[1])
+            else:
+                found[name] = CounterState(int(spent), int(reserved or 0), int(requests or 0))
+        return found
+
+    async def sweep(self, now: float) -> list[Hold]:
+        """Charge the whole amount of reservations past their expiry (their process died)."""
+        try:
+            expired = await self.client.zrangebyscore(self.open, "-inf", now, start=0,
+                                                      num=SWEEP_BATCH)  # fmt: skip
+            records = [await self.client.get(self.keys + "res:" + _text(rid)) for rid in expired]
+        except REDIS_ERRORS as error:
+            raise BudgetStoreUnavailable(str(error)) from error
+        swept = []
+        for rid, raw in zip(expired, records, strict=True):
+            if raw is None:
+                continue
+            data = json.loads(raw)
+            charges = tuple(Charge(name, 0, 0.0, ()) for name in data["counters"])
+            hold = Hold(_text(rid), data["workspace"], charges, data["amount"], now)
+            keys = [self.keys + name for name in data["counters"]]
+            if await self._call(self._settle, keys, [hold.amount_micros, hold.amount_micros,
+                                                     hold.request_id, "sweep"]):  # fmt: skip
+                self.ledger.record(ledger_entries(hold, hold.amount_micros, "expired", now))
+                swept.append(hold)
+        return swept
+
+    async def _rebuild_counters(self, charges: Sequence[Charge]) -> None:
+        totals = await self.ledger.totals([c.counter for c in charges])
+        args: list[Any] = []
+        for charge in charges:
+            spent, requests = totals.get(charge.counter, (0, 0))
+            args += [spent, requests, int(charge.reset_at) + KEEP_AFTER_PERIOD_S]
+        await self._call(self._rebuild, [self.keys + c.counter for c in charges], args)
+
+    async def _call(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return await script(keys=keys, args=args)
+        except REDIS_ERRORS as error:
+            raise BudgetStoreUnavailable(str(error)) from error
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,59 @@
+"""Which stores a worker admits requests with (ARCHITECTURE "State"): Redis when
+`REDIS_URL` is set — budgets and rate limits the same on every replica; without Redis,
+budgets in the database when it is PostgreSQL (shared by every worker) and in this
+process on SQLite (the embedded default, one process), rate limits in this process.
+`SWITCHYARD_ADMISSION_STORE` (`redis`, `database`, `memory`) overrides the choice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis.asyncio as redis
+
+from gateway.admission.budget_store import BudgetStore, MemoryBudgetStore
+from gateway.admission.database_store import DatabaseBudgetStore
+from gateway.admission.ledger import Ledger
+from gateway.admission.limit_store import LimitStore, MemoryLimiter
+from gateway.admission.redis_limits import RedisLimiter
+from gateway.admission.redis_store import RedisBudgetStore, shared_pool
+
+STORE_KINDS = ("auto", "redis", "database", "memory")
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionStores:
+    kind: str  # redis | database | memory: where budgets live
+    ledger: Ledger
+    budgets: BudgetStore
+    limits: LimitStore
+
+
+def choose_kind(configured: str, redis_url: str, database_vendor: str) -> str:
+    if configured not in STORE_KINDS:
+        raise ValueError(f"SWITCHYARD_ADMISSION_STORE must be one of {', '.join(STORE_KINDS)}")
+    if configured != "auto":
+        return configured
+    if redis_url:
+        return "redis"
+    return "database" if database_vendor == "postgresql" else "memory"
+
+
+def create_stores(
+    kind: str, *, redis_url: str, prefix: str, lease_ttl_s: float,
+    run_sync: Callable[[Callable[..., Any]], Any], flush_s: float,
+) -> AdmissionStores:  # fmt: skip
+    """`prefix` names this installation's Redis keys; `lease_ttl_s` outlives any request."""
+    ledger = Ledger(flush_s=flush_s, run_sync=run_sync)
+    if kind == "redis":
+        if not redis_url:
+            raise ValueError("SWITCHYARD_ADMISSION_STORE=redis needs REDIS_URL")
+        client = redis.Redis(connection_pool=shared_pool(redis_url))  # one pool for both
+        budgets: BudgetStore = RedisBudgetStore(client, ledger, prefix)
+        limits: LimitStore = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
+    elif kind == "database":
+        budgets, limits = DatabaseBudgetStore(run_sync), MemoryLimiter(lease_ttl_s=lease_ttl_s)
+    else:
+        budgets, limits = MemoryBudgetStore(ledger), MemoryLimiter(lease_ttl_s=lease_ttl_s)
+    return AdmissionStores(kind, ledger, budgets, limits)

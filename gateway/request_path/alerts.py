@@ -1,0 +1,47 @@
+"""Budget alert thresholds (SPEC R-LIM-2): a settlement that carried a budget's spending
+over one of its fractions records it once per period — the `BudgetAlert` row is unique per
+counter (which names the period) and threshold, so whichever replica sees it first writes
+the audit event and counts the metric, and the others find the row and do nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import IntegrityError, transaction
+
+from audit.models import AdminEvent
+from gateway import metrics
+from gateway.admission.budgets import BudgetRule, usd
+from gateway.state.db_thread import in_db_thread
+from workspaces.models import BudgetAlert
+
+ACTION = "budget.alert"
+_fired: set[tuple[str, float]] = set()  # this process's own, to skip the database
+
+
+async def fire_alerts(crossed: Sequence[tuple[BudgetRule, str, float]], workspace_id: int) -> None:
+    fresh = [(rule, counter, t) for rule, counter, t in crossed if (counter, t) not in _fired]
+    if fresh:
+        for rule, threshold in await in_db_thread(_record)(fresh, workspace_id):
+            metrics.BUDGET_ALERTS.labels(rule.label, f"{threshold:g}").inc()
+
+
+def _record(
+    crossed: Sequence[tuple[BudgetRule, str, float]], workspace_id: int
+) -> list[tuple[BudgetRule, float]]:
+    fired = []
+    for rule, counter, threshold in crossed:
+        _fired.add((counter, threshold))
+        try:
+            with transaction.atomic():
+                BudgetAlert.objects.create(counter=counter, threshold=threshold)
+                AdminEvent.objects.create(
+                    actor="switchyard", workspace_id=workspace_id, action=ACTION,
+                    target=f"{rule.label} at {threshold:g}"[:200],
+                    changes={"budget": rule.label, "counter": counter, "threshold": threshold,
+                             "limit_usd": usd(rule.limit_micros)},
+                )  # fmt: skip
+        except IntegrityError:
+            continue  # fired already this period (another replica, or before a restart)
+        fired.append((rule, threshold))
+    return fired

@@ -1,0 +1,43 @@
+"""The process's budget and rate-limit stores and its spending ledger (gateway/admission/
+stores.py picks them), created on first use inside the event loop; written out and closed
+at shutdown."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+
+from gateway.admission.settling import drain
+from gateway.admission.stores import AdmissionStores, choose_kind, create_stores
+from gateway.state.db_thread import in_db_thread
+
+_stores: AdmissionStores | None = None
+
+
+def stores() -> AdmissionStores:
+    global _stores
+    if _stores is None:
+        kind = choose_kind(settings.ADMISSION_STORE, settings.REDIS_URL, connection.vendor)
+        _stores = create_stores(
+            kind, redis_url=settings.REDIS_URL, prefix=settings.SHARED_STATE_PREFIX,
+            lease_ttl_s=settings.GATEWAY.total_timeout_s + 60, run_sync=in_db_thread,
+            flush_s=settings.GATEWAY.trace_flush_s,
+        )  # fmt: skip
+    return _stores
+
+
+async def stop() -> None:
+    """ASGI shutdown: settlements under way finish, the ledger is written, Redis closed."""
+    if _stores is None:
+        return
+    await drain()
+    await _stores.ledger.flush()
+    client = getattr(_stores.budgets, "client", None)  # Redis: one client for both stores
+    if client is not None:
+        await client.aclose()
+
+
+def reset() -> None:
+    """Forget the stores (tests that change configuration in-process)."""
+    global _stores
+    _stores = None

@@ -1,0 +1,168 @@
+"""Budgets through a live gateway (SPEC R-POL-2, R-LIM-2, R-BEY-8, D-28): a request
+reserves its worst case before the first attempt and settles to its cost; concurrent
+requests cannot overspend; an exhausted budget is 402 before any upstream call; every
+response says what remains. The shared gateway runs the store its database implies (this
+process on SQLite; PostgreSQL, or Redis when REDIS_URL is set, in CI's second pass).
+
+A model of its own on the paced fake (20 tokens at 40 tokens/s: half a second a request),
+so the concurrent requests of a race are all in flight before the first one settles, and
+prices high enough that a request costs thousands of micro-dollars."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from decimal import Decimal
+
+import httpx
+import openai
+import pytest
+
+from tests.live import Live
+
+pytestmark = pytest.mark.live
+
+MODEL = "budget/paced"
+HEADER = "x-switchyard-budget-remaining-usd"
+REPLY_TOKENS = 20
+PROMPT = [{"role": "user", "content": "hi"}]
+
+
+def catalog(workspaces: str) -> str:
+    return f"""\
+models:
+  - {{slug: {MODEL}, capabilities: [text], context_window: 8192}}
+endpoints:
+  - {{id: paced-budget, provider: paced, model: {MODEL}, upstream_model: paced-b,
+      region: us-east-1, price: {{input: 1000, output: 1000}}, sovereignty_class: any}}
+workspaces:
+{workspaces}"""
+
+
+def budgeted(live: Live, slug: str, usd: str, *, alerts: str = "[]") -> openai.OpenAI:
+    """A workspace whose only budget is `usd` a day, and a client with its key."""
+    path = live.log_path.parent / f"budget-{slug}.yaml"
+    path.write_text(catalog(f"""\
+  - slug: {slug}
+    budgets: [{{period: daily, usd: {usd}, alerts: {alerts}}}]
+"""))  # fmt: skip
+    live.manage("apply", "-f", str(path))
+    key = live.manage("createkey", "--workspace", slug).strip()
+    client = openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0, timeout=20)
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            live.wait_for_model(client, MODEL)
+            return client
+        except openai.AuthenticationError:
+            assert time.monotonic() < deadline, "the new key was never accepted"
+            time.sleep(0.05)
+
+
+def ask(client: openai.OpenAI) -> httpx.Response:
+    return httpx.post(
+        f"{client.base_url}chat/completions",
+        headers={"Authorization": f"Bearer {client.api_key}"},
+        json={"model": MODEL, "messages": PROMPT, "max_tokens": REPLY_TOKENS},
+        timeout=30,
+    )
+
+
+def micros(usd: str) -> int:
+    return int(Decimal(usd) * 1_000_000)
+
+
+@pytest.fixture(scope="module")
+def worst_case(live: Live) -> int:
+    """What one request reserves (R-BEY-8), read off a roomy budget's remaining header."""
+    client = budgeted(live, "budget-probe", "1000")
+    answer = ask(client)
+    assert answer.status_code == 200, answer.text
+    return micros("1000") - micros(answer.headers[HEADER])
+
+
+def spent_micros(live: Live, slug: str) -> int:
+    """The workspace's spending as the ledger holds it (the durable truth)."""
+    code = (
+        "from django.db.models import Sum; from workspaces.models import SpendEntry, Workspace;"
+        f"ws = Workspace.objects.get(slug={slug!r});"
+        "print(SpendEntry.objects.filter(workspace_id=ws.pk, counter__startswith=f'ws:{ws.pk}:')"
+        ".aggregate(s=Sum('cost_micros'))['s'] or 0)"
+    )
+    return int(live.manage("shell", "--no-imports", "-c", code).strip())
+
+
+def test_r_bey_8_a_request_reserves_its_worst_case_and_is_told_what_remains(fresh_live, worst_case):
+    # then: input estimate plus max_tokens at the endpoint's price (1000 µ$ per token)
+    assert worst_case % 1000 == 0 and worst_case >= (REPLY_TOKENS + 1) * 1000
+
+
+def test_r_pol_2_concurrent_requests_cannot_overspend(fresh_live, worst_case):
+    """The barrier race: a budget that admits exactly 20 worst cases, 200 at once."""
+    cap = 20 * worst_case
+    client = budgeted(fresh_live, "budget-race", str(Decimal(cap) / 1_000_000))
+    # Each admitted request is held upstream long enough for all 200 to be decided while
+    # the first 20 are still in flight (a settled one gives back what it did not spend).
+    fresh_live.fakes["paced"].set_faults([{"fault": "latency:4000", "times": None}])
+    # when
+    with concurrent.futures.ThreadPoolExecutor(max_workers=200) as pool:
+        answers = list(pool.map(lambda _: ask(client), range(200)))
+    # then exactly 20 were admitted, the rest refused before any upstream call
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses.count(200) == 20, statuses
+    assert statuses.count(402) == 180
+    refused = next(a for a in answers if a.status_code == 402)
+    assert refused.json()["error"]["code"] == "budget_exceeded"
+    assert HEADER in refused.headers
+    assert fresh_live.fakes["paced"].stats()["requests"] == 20
+    # and what was recorded stays under the cap
+    deadline = time.monotonic() + 5
+    while (spent := spent_micros(fresh_live, "budget-race")) == 0:
+        assert time.monotonic() < deadline, "no spending reached the ledger"
+        time.sleep(0.1)
+    assert 0 < spent <= cap
+
+
+def test_r_pol_2_an_exhausted_budget_is_402_before_any_endpoint(fresh_live, worst_case):
+    client = budgeted(fresh_live, "budget-small", str(Decimal(worst_case - 1) / 1_000_000))
+    # when
+    answer = ask(client)
+    # then
+    assert answer.status_code == 402
+    assert answer.json()["error"]["code"] == "budget_exceeded"
+    assert "workspace daily" in answer.json()["error"]["message"]
+    assert answer.headers[HEADER] == str(Decimal(worst_case - 1) / 1_000_000)
+    assert fresh_live.fakes["paced"].stats()["requests"] == 0
+
+
+def test_r_lim_2_a_request_settles_to_its_cost(fresh_live, worst_case):
+    client = budgeted(fresh_live, "budget-settle", "1000")
+    # when
+    first = ask(client)
+    second = ask(client)
+    # then the second saw the first settled to its cost: less than its worst case
+    assert first.status_code == second.status_code == 200
+    usage = first.json()["usage"]
+    cost = (usage["prompt_tokens"] + usage["completion_tokens"]) * 1000
+    assert micros(second.headers[HEADER]) == micros("1000") - cost - worst_case
+    deadline = time.monotonic() + 5
+    while spent_micros(fresh_live, "budget-settle") != 2 * cost:
+        assert time.monotonic() < deadline, "the ledger never held both costs"
+        time.sleep(0.1)
+
+
+def test_d_28_a_stream_cut_short_settles_to_an_estimate_not_zero(fresh_live, worst_case):
+    client = budgeted(fresh_live, "budget-stream", "1000")
+    fresh_live.fakes["paced"].set_faults(["drop_mid_stream:3"])
+    # when the upstream drops the stream after three chunks, without usage
+    with client.chat.completions.create(model=MODEL, messages=PROMPT, max_tokens=REPLY_TOKENS,
+                                        stream=True) as stream:  # fmt: skip
+        with pytest.raises(openai.APIError):
+            for _ in stream:
+                pass
+    # then it was charged the input estimate and the streamed characters, never zero
+    deadline = time.monotonic() + 5
+    while (spent := spent_micros(fresh_live, "budget-stream")) == 0:
+        assert time.monotonic() < deadline, "the cut stream was never charged"
+        time.sleep(0.1)
+    assert 1000 <= spent < worst_case
