@@ -47,6 +47,8 @@ def test_the_new_paths_and_their_methods_are_listed(schema):
         f"{WS}/routes/{{slug}}/deploy": {"post"},
         f"{WS}/routes/{{slug}}/rollback": {"post"},
         f"{WS}/routes/{{slug}}/replay": {"post"},
+        f"{WS}/credentials": {"get", "post"},
+        f"{WS}/credentials/{{provider}}": {"get", "put", "delete"},
     }
     assert methods[f"{WS}/keys"] == {"get", "post"}
     assert methods[f"{WS}/keys/{{id}}"] == {"get", "patch", "delete"}

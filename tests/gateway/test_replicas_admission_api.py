@@ -1,0 +1,111 @@
+"""Budgets and rate limits hold across replicas (SPEC R-BEY-9, R-POL-2, R-LIM-1): two
+gateway processes on one database share what they admit — through Redis when REDIS_URL is
+set, through PostgreSQL's counters without it. Requests alternate between the two. On
+SQLite without Redis each process keeps its own (the embedded default is one process), so
+these are skipped there."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import time
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from gateway.processes import running_gateway
+from tests.live import Live
+
+pytestmark = pytest.mark.live
+
+MODEL = "replicas/paced"
+CATALOG = f"""\
+models:
+  - {{slug: {MODEL}, capabilities: [text], context_window: 8192}}
+endpoints:
+  - {{id: paced-replicas, provider: paced, model: {MODEL}, upstream_model: paced-r,
+      region: us-east-1, price: {{input: 1000, output: 1000}}, sovereignty_class: any}}
+workspaces:
+"""
+PROMPT = [{"role": "user", "content": "hi"}]
+on_postgres = pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="budgets shared by replicas without Redis need PostgreSQL",
+)
+with_redis = pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL")
+
+
+def _apply(live: Live, slug: str, section: str) -> str:
+    path = live.log_path.parent / f"replicas-{slug}.yaml"
+    path.write_text(CATALOG + f"  - slug: {slug}\n    {section}\n")
+    live.manage("apply", "-f", str(path))
+    return live.manage("createkey", "--workspace", slug).strip()
+
+
+def _ask(base_url: str, key: str) -> httpx.Response:
+    return httpx.post(f"{base_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
+                      json={"model": MODEL, "messages": PROMPT, "max_tokens": 20},
+                      timeout=30)  # fmt: skip
+
+
+def _ready(base_urls: list[str], key: str) -> None:
+    """Both replicas' snapshots hold the new key and model."""
+    deadline = time.monotonic() + 5
+    for url in base_urls:
+        while (
+            httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}).status_code
+            != 200
+            or MODEL
+            not in httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}).text
+        ):  # noqa: E501
+            assert time.monotonic() < deadline, f"{url} never saw the key and the model"
+            time.sleep(0.05)
+
+
+def _race(base_urls: list[str], key: str, count: int) -> list[int]:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=count) as pool:
+        answers = pool.map(lambda i: _ask(base_urls[i % 2], key), range(count))
+        return sorted(a.status_code for a in answers)
+
+
+def _budget_race(live: Live, slug: str, env: dict[str, str], worst_case: int) -> None:
+    usd = Decimal(20 * worst_case) / 1_000_000
+    key = _apply(live, slug, f"budgets: [{{period: daily, usd: {usd}}}]")
+    live.fakes["paced"].set_faults([{"fault": "latency:4000", "times": None}])
+    with running_gateway(env) as one, running_gateway(env) as two:
+        urls = [one.base_url, two.base_url]
+        _ready(urls, key)
+        statuses = _race(urls, key, 200)
+    assert statuses.count(200) == 20, statuses
+    assert statuses.count(402) == 180
+
+
+WORST_CASE = 25_000  # 5 input tokens + 20 max_tokens at 1000 µ$ (test_budgets_api.py checks)
+
+
+@with_redis
+def test_r_bey_9_two_replicas_sharing_redis_cannot_overspend_a_budget(fresh_live):
+    _budget_race(fresh_live, "replicas-redis", fresh_live.env, WORST_CASE)
+
+
+@on_postgres
+def test_r_bey_9_two_replicas_on_postgresql_without_redis_cannot_overspend(fresh_live):
+    env = {**fresh_live.own_env(SWITCHYARD_ADMISSION_STORE="database"), "REDIS_URL": ""}
+    _budget_race(fresh_live, "replicas-pg", env, WORST_CASE)
+
+
+@with_redis
+def test_r_lim_1_a_60_rpm_key_on_two_replicas_admits_60(fresh_live):
+    key = _apply(fresh_live, "replicas-rpm", "limits: {requests_per_minute: 60}")
+    fresh_live.fakes["paced"].set_faults([])
+    with running_gateway(fresh_live.env) as one, running_gateway(fresh_live.env) as two:
+        urls = [one.base_url, two.base_url]
+        _ready(urls, key)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
+            answers = list(pool.map(lambda i: _ask(urls[i % 2], key), range(100)))
+    statuses = sorted(a.status_code for a in answers)
+    assert 59 <= statuses.count(200) <= 61, statuses
+    waits = {int(a.headers["Retry-After"]) for a in answers if a.status_code == 429}
+    assert waits
+    assert max(waits) <= 2
