@@ -36,7 +36,8 @@ from gateway.admission.budgets import Charge, tightest
 from gateway.admission.ledger import Ledger
 
 # Keys: `{prefix}:budget:{counter}` (a hash: spent, reserved, requests), `…:budget:open`
-# (a sorted set: request id -> expiry), `…:budget:res:{id}` and `…:budget:swept:{id}`.
+# (a sorted set: request id -> expiry), `…:budget:res:{id}` (an open reservation) and
+# `…:budget:done:{id}` (settled or swept, for a day).
 # The prefix is the installation's SWITCHYARD_SHARED_STATE_PREFIX; `@` stands for it below.
 KEEP_AFTER_PERIOD_S = 86_400
 SWEEP_BATCH = 200
@@ -76,18 +77,18 @@ return {'ok', unpack(used)}
 
 # KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls.
 # -> {} when there is nothing to settle, else each counter's spent after. A reservation no
-# longer open was settled or swept (a marker says so) — or forgotten by a flush, when its
-# cost still counts though its reservation is gone.
+# longer open was settled or swept (its `done` marker says so) — or forgotten by a flush,
+# when its cost still counts though its reservation is gone.
 SETTLE = """
 local reserved_delta = tonumber(ARGV[1])
-local swept = '@:budget:swept:' .. ARGV[3]
+local done = '@:budget:done:' .. ARGV[3]
 if redis.call('ZREM', '@:budget:open', ARGV[3]) == 0 then
-  if ARGV[4] == 'sweep' or redis.call('EXISTS', swept) == 1 then return {} end
+  if ARGV[4] == 'sweep' or redis.call('EXISTS', done) == 1 then return {} end
   reserved_delta = 0
 else
   redis.call('DEL', '@:budget:res:' .. ARGV[3])
-  if ARGV[4] == 'sweep' then redis.call('SET', swept, 1, 'EX', 86400) end
 end
+redis.call('SET', done, 1, 'EX', 86400)
 local after = {}
 for i = 1, #KEYS do
   if reserved_delta > 0 then
