@@ -5,7 +5,8 @@ Serializers validate and render; they never save (writes go through
 read-only fields are the response, its writable fields the request body (drf-spectacular
 splits them into `ApiKey` and `ApiKeyRequest` in the schema). Secrets appear once, in the
 response of the POST that made them (`IssuedApiKeySerializer`), never afterwards; no
-serializer has a field for an HMAC.
+serializer has a field for an HMAC. A BYOK credential's key is write-only: it is never
+shown, not even once (`CredentialSerializer`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from workspaces.models import NAME_MAX_CHARS, ApiKey
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 KEY_STATUSES = ("active", "expired", "revoked")
+SECRET_MAX_CHARS = 4096  # a provider key; far above any real one, bounds what is sealed
 
 
 class ExpiryField(serializers.DateTimeField):
@@ -130,3 +132,81 @@ class IssuedApiKeySerializer(ApiKeySerializer):
     @extend_schema_field(OpenApiTypes.STR)
     def get_key(self, key: ApiKey) -> str:
         return str(self.context["plaintext"])
+
+
+class KeyIdsField(serializers.ListField):
+    """API keys by lookup id (the part after `sk-sy-` in a key's prefix). Read from a
+    credential's keys (a related manager), sorted."""
+
+    child = serializers.CharField(max_length=16)
+
+    def to_representation(self, keys: Any) -> list[str]:
+        return sorted(key.lookup_id for key in keys.all())
+
+
+class CredentialHealthSerializer(serializers.Serializer):
+    """How a credential fares, as the answering gateway worker knows it (R-BEY-7)."""
+
+    status = serializers.ChoiceField(choices=["ok", "cooling"])
+    cooling_until = serializers.DateTimeField(allow_null=True)
+    cooling_reason = serializers.CharField(
+        allow_null=True, help_text="rate_limited | auth_or_not_found | server_errors"
+    )
+    last_failure = serializers.CharField(
+        allow_null=True, help_text="e.g. http_401, http_429, http_503, does_not_decrypt"
+    )
+    last_failure_at = serializers.DateTimeField(allow_null=True)
+    recent_failures = serializers.IntegerField(help_text="in the last five minutes")
+
+
+class CredentialSerializer(ManagementSerializer):
+    """A workspace's own provider key (BYOK, SPEC R-BYOK-1), never with the key: `api_key`
+    is write-only, sealed on save and shown to no one again. It serves the workspace's
+    calls to `provider` for `allowed_models` (empty: all) made with `api_keys` (empty:
+    every key of the workspace); `managed_fallback` says whether the managed key may be
+    used when it fails (docs/byok.md)."""
+
+    provider = serializers.SlugField(source="provider_slug", max_length=64)
+    api_key = serializers.CharField(
+        write_only=True, max_length=SECRET_MAX_CHARS, help_text="the provider's key: write-only"
+    )
+    allowed_models = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, default=list,
+        help_text="model slugs it serves; [] (default): every model of the provider",
+    )  # fmt: skip
+    api_keys = KeyIdsField(
+        required=False, default=list,
+        help_text="ids of the workspace's API keys it serves; [] (default): every key",
+    )  # fmt: skip
+    api_key_names = serializers.SerializerMethodField(
+        help_text="the names of `api_keys`, in the same order"
+    )
+    managed_fallback = serializers.BooleanField(
+        required=False, default=False,
+        help_text="may a request it fails fall back to the managed key (default false)",
+    )  # fmt: skip
+    created_at = serializers.DateTimeField(read_only=True)
+    updated_at = serializers.DateTimeField(read_only=True)
+    health = serializers.SerializerMethodField(
+        help_text="null when no gateway runs in the answering process"
+    )
+
+    def get_api_key_names(self, credential: Any) -> list[str]:
+        keys = sorted(credential.api_keys.all(), key=lambda key: key.lookup_id)
+        return [key.name for key in keys]
+
+    @extend_schema_field(CredentialHealthSerializer(allow_null=True))
+    def get_health(self, credential: Any) -> dict[str, Any] | None:
+        health: Mapping[str, dict[str, Any]] = self.context.get("health", {})
+        return health.get(credential.provider_slug)
+
+
+class CredentialReplaceSerializer(CredentialSerializer):
+    """The body of a PUT, which replaces: every field optional; without `api_key` the
+    stored key is kept, and absent rules take their defaults."""
+
+    provider = serializers.SlugField(source="provider_slug", max_length=64, required=False)
+    api_key = serializers.CharField(
+        write_only=True, max_length=SECRET_MAX_CHARS, required=False,
+        help_text="a new key for the provider; absent: the stored one is kept",
+    )  # fmt: skip

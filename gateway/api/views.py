@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
+from typing import Any
 
 from adrf.views import APIView
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -31,12 +34,13 @@ from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
 from gateway.errors import ApiError, render_error
-from gateway.request_path.authenticate import authenticate, authenticate_key
+from gateway.request_path.authenticate import authenticate, authenticate_key, presented_key
 from gateway.request_path.parse import read_json
 from gateway.request_path.serve import serve
 from gateway.state import request_state
 from gateway.state.db_thread import in_db_thread
 from routing.engine.live import WINDOW_S
+from workspaces.views import credential_health_requested
 
 
 @csrf_exempt
@@ -86,14 +90,32 @@ async def explain(request: HttpRequest) -> HttpResponseBase:
 @require_GET
 async def health(request: HttpRequest) -> HttpResponseBase:
     """`GET /health` (SPEC R-API-8): live numbers per provider and endpoint over the
-    rolling five minutes, as this worker observed them. No secrets, no authentication."""
-    return json_response(
-        {
-            "object": "switchyard.health",
-            "window_s": WINDOW_S,
-            "providers": request_state.live_by_provider(),
-        }  # fmt: skip
-    )
+    rolling five minutes, as this worker observed them; no authentication. With a
+    workspace key, also that workspace's own credentials' health (R-BEY-7), by provider;
+    a key that is sent but not valid is the usual 401. Never a secret."""
+    shown: dict[str, object] = {
+        "object": "switchyard.health",
+        "window_s": WINDOW_S,
+        "providers": request_state.live_by_provider(),
+    }
+    if presented_key(request):
+        now = time.time()
+        try:
+            _key, workspace = authenticate_key(request, await request_state.current_snapshot(), now)
+        except ApiError as error:
+            return render_error(error)
+        shown["credentials"] = request_state.credentials_health(
+            workspace.id, workspace.credentials.keys(), now
+        )
+    return json_response(shown)
+
+
+@receiver(credential_health_requested, dispatch_uid="gateway-credential-health")
+def _credential_health(
+    sender: object, *, workspace_id: int, providers: Iterable[str], **kwargs: Any
+) -> dict[str, dict[str, object]]:
+    """The management API's `health` of a workspace's credentials: what `/health` shows."""
+    return request_state.credentials_health(workspace_id, providers, time.time())
 
 
 @require_GET

@@ -3,13 +3,22 @@
 chosen and decrypted here, on the upstream call path only) and handed to the one executor
 (gateway/upstream/execute.py); the next model only after this one's endpoints are
 exhausted with retryable failures or none passed the filter. A final failure (a client
-error) ends the request with the error of SPEC D-18."""
+error) ends the request with the error of SPEC D-18.
+
+Which credential an attempt carries (SPEC R-BYOK-1, R-BEY-5; docs/byok.md): the
+workspace's own key for the endpoint's provider when it applies to the calling key and
+the endpoint's model, else the managed key, as for any workspace. An own key that applies
+is never silently replaced: with `managed_fallback` false its failure (a refusal, a key
+that does not decrypt) is that endpoint's answer; with true, the managed key is tried
+next on the same endpoint — one extra attempt, beyond `max_attempts`, which counts
+endpoints — and, while the own key cools, instead of it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -20,7 +29,14 @@ from gateway.request_path.affinity import remember_success
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan, no_endpoint
 from gateway.request_path.record import RequestRecord
-from gateway.state.request_state import AttemptObserver, Effects, upstream_client
+from gateway.state.request_state import (
+    AttemptObserver,
+    Effects,
+    RoutingState,
+    own_credential,
+    upstream_client,
+)
+from gateway.state.snapshot import CredentialEntry
 from gateway.upstream.execute import Outcome, Target, execute
 from routing.engine.attempts import final_error
 from routing.engine.types import EndpointInfo
@@ -57,15 +73,20 @@ async def execute_plan(
             last_error = no_endpoint(decision, routing, caller.snapshot)
             continue
         attempt_list = decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
+        planned = make_targets(caller, attempt_list, gateway, state)
+        observer = AttemptObserver(
+            caller.workspace.cooldown, caller, workspace=caller.workspace,
+            uses_own=[own for _target, own in planned],
+        )  # fmt: skip
         outcome = await execute(
             upstream_client(),
-            make_targets(caller, attempt_list, gateway),
+            [target for target, _own in planned],
             body,
             operation=routing.operation,
             stream=stream,
             ids=caller.completion_ids,
             deadline_at=deadline_at,
-            observer=AttemptObserver(caller.workspace.cooldown, caller),
+            observer=observer,
         )
         record.attempts.extend(outcome.attempts)
         if outcome.failure is None and outcome.target is not None:
@@ -100,23 +121,51 @@ def upstream_failure(outcome: Outcome) -> ApiError:
     return ApiError(final.status, message, code=final.code, headers=headers, extra=attempts)
 
 
-def _credential(caller: Caller, endpoint: EndpointInfo) -> str:
-    """The workspace's BYOK key for this provider when it applies, else the managed key."""
-    ring = settings.SWITCHYARD_ENCRYPTION_KEYS
-    own = caller.workspace.credentials.get(endpoint.provider)
+@dataclass(frozen=True, slots=True)
+class Credential:
+    secret: str  # "" when it does not decrypt (or none exists): the attempt is `no_credential`
+    own: bool  # the workspace's own key (BYOK), else the managed one
+
+
+def credentials_to_try(
+    caller: Caller, endpoint: EndpointInfo, state: RoutingState
+) -> list[Credential]:
+    """The credentials to call `endpoint` with, in order (the module docstring's rules)."""
+    own = own_credential(caller.workspace, caller.key.pk, endpoint)
+    if own is None:  # not a BYOK request: restricted away from this key or model, or none
+        return [Credential(_managed_secret(caller, endpoint), own=False)]
+    managed = _managed_secret(caller, endpoint) if own.managed_fallback else ""
+    if not managed:  # no fallback allowed, or none to fall back to
+        return [Credential(_own_secret(caller, endpoint, own), own=True)]
+    if endpoint.provider in state.credentials.cooling(caller.workspace.id, state.now):
+        return [Credential(managed, own=False)]  # the own key is known to fail right now
+    return [
+        Credential(_own_secret(caller, endpoint, own), own=True),
+        Credential(managed, own=False),
+    ]
+
+
+def _own_secret(caller: Caller, endpoint: EndpointInfo, own: CredentialEntry) -> str:
+    aad = owner_aad(caller.workspace.slug, endpoint.provider)
     try:
-        if (
-            own is not None
-            and (not own.models or endpoint.model in own.models)
-            and (not own.api_key_ids or caller.key.pk in own.api_key_ids)
-        ):
-            return unseal(own.sealed, owner_aad(caller.workspace.slug, endpoint.provider), ring)
-        provider = caller.snapshot.providers[endpoint.provider]
-        if provider.managed is not None:
-            return unseal(provider.managed, owner_aad(None, endpoint.provider), ring)
+        return unseal(own.sealed, aad, settings.SWITCHYARD_ENCRYPTION_KEYS)
     except DecryptionError as exc:
-        log.error("credential for provider %s does not decrypt: %s", endpoint.provider, exc)
-    return ""
+        log.error("workspace %s: its own %s credential does not decrypt: %s",
+                  caller.workspace.slug, endpoint.provider, exc)  # fmt: skip
+        return ""
+
+
+def _managed_secret(caller: Caller, endpoint: EndpointInfo) -> str:
+    provider = caller.snapshot.providers[endpoint.provider]
+    if provider.managed is None:
+        return ""
+    aad = owner_aad(None, endpoint.provider)
+    try:
+        return unseal(provider.managed, aad, settings.SWITCHYARD_ENCRYPTION_KEYS)
+    except DecryptionError as exc:
+        log.error("managed credential for provider %s does not decrypt: %s",
+                  endpoint.provider, exc)  # fmt: skip
+        return ""
 
 
 def _timeout_s(name: str, *sources: dict[str, int], default_s: float) -> float:
@@ -127,27 +176,39 @@ def _timeout_s(name: str, *sources: dict[str, int], default_s: float) -> float:
 
 
 def make_targets(
-    caller: Caller, endpoints: tuple[EndpointInfo, ...], gateway: GatewaySettings
-) -> list[Target]:
-    targets = []
+    caller: Caller,
+    endpoints: tuple[EndpointInfo, ...],
+    gateway: GatewaySettings,
+    state: RoutingState,
+) -> list[tuple[Target, bool]]:
+    """Each endpoint's targets, one per credential to try, with whether it carries the
+    workspace's own key. Upstream text of any of them is scrubbed of every credential of
+    its endpoint and of the caller's key (D-17)."""
+    planned = []
     policy = caller.workspace.timeouts
     for endpoint in endpoints:
-        own = caller.snapshot.endpoint_timeouts.get(endpoint.id, {})
-        targets.append(
-            Target(
+        timeouts = caller.snapshot.endpoint_timeouts.get(endpoint.id, {})
+        credentials = credentials_to_try(caller, endpoint, state)
+        redact = tuple(s for s in (caller.key_secret, *(c.secret for c in credentials)) if s)
+        for credential in credentials:
+            target = Target(
                 endpoint=endpoint,
                 base_url=caller.snapshot.base_urls[endpoint.id],
                 api_style=caller.snapshot.providers[endpoint.provider].api_style,
-                api_key=_credential(caller, endpoint),
+                api_key=credential.secret,
                 connect_timeout_s=_timeout_s(
-                    "connect_ms", own, policy, default_s=gateway.connect_timeout_s
+                    "connect_ms", timeouts, policy, default_s=gateway.connect_timeout_s
                 ),
-                ttfb_timeout_s=_timeout_s("ttft_ms", own, policy, default_s=gateway.ttfb_timeout_s),
-                idle_timeout_s=_timeout_s("idle_ms", own, policy, default_s=gateway.idle_timeout_s),
-                redact=(caller.key_secret,) if caller.key_secret else (),
+                ttfb_timeout_s=_timeout_s(
+                    "ttft_ms", timeouts, policy, default_s=gateway.ttfb_timeout_s
+                ),
+                idle_timeout_s=_timeout_s(
+                    "idle_ms", timeouts, policy, default_s=gateway.idle_timeout_s
+                ),
+                redact=redact,
             )
-        )
-    return targets
+            planned.append((target, credential.own))
+    return planned
 
 
 def deadline_s(caller: Caller, gateway: GatewaySettings) -> float:

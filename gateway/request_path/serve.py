@@ -80,7 +80,7 @@ async def _steps(
 ) -> HttpResponseBase:
     parsed = operation.parse(body)  # 2
     record.stream = parsed.stream
-    state = request_state.read(caller.started_at)
+    state = request_state.read(caller.started_at, caller)
     effects = Effects()
     ask = None if operation.dry_run else child_request
     resolved = await resolve_request(  # 3
@@ -156,7 +156,7 @@ async def child_request(
     status, target, usage, error_code = 200, None, None, ""
     try:
         record.routing = child_routing = routing()
-        state = request_state.read(child.now())
+        state = request_state.read(child.now(), child)
         session = session_of(child, {}, body, child_routing, state)
         record.session = session
         resolved = Resolved(body, child_routing, route_seed(child, {}), session=session)

@@ -10,14 +10,20 @@ live observations, the trace), and the request path applies them here, with `app
 each step returns. A dry run (explain) never calls `apply`, so it provably changes nothing
 (tests/gateway/test_request_state.py). The executor's observer (`AttemptObserver`) is the
 one writer that acts during a request: cooldowns must start the moment an attempt fails,
-not when the request ends, so a 429 storm cools an endpoint one failover sooner.
+not when the request ends, so a 429 storm cools an endpoint one failover sooner. An
+attempt made with the workspace's own provider key (BYOK) that the upstream refuses cools
+that credential for that workspace instead, never the shared endpoint (R-BEY-7,
+docs/byok.md); `read(now, caller)` then counts the endpoints where that credential would
+be used as cooling for that caller alone.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import httpx
@@ -25,12 +31,15 @@ import httpx
 from gateway import metrics
 from gateway.gateway_settings import GatewaySettings
 from gateway.state import runtime
-from gateway.state.snapshot import Snapshot
+from gateway.state.snapshot import CredentialEntry, KeyEntry, Snapshot, WorkspaceEntry
 from routing.engine.adaptive import AdaptiveState
 from routing.engine.attempts import AttemptFailed
+from routing.engine.cooldowns import DOES_NOT_DECRYPT, CredentialCooldowns
 from routing.engine.live import Observation
 from routing.engine.routes import Usage
 from routing.engine.types import EndpointInfo, LiveState
+
+log = logging.getLogger(__name__)
 
 
 class PinView(Protocol):
@@ -54,6 +63,7 @@ class RoutingState:
     warm_targets: PinView  # session|virtual -> the target whose cache is warm (R-EXE-6)
     tier_pins: PinView  # alias|session -> "hard" (R-TIER-3)
     usage: UsageReader  # each routed key's usage this period (route rate/budget nodes)
+    credentials: CredentialView  # which workspaces' own credentials cool (R-BEY-7)
 
 
 class UsageView(Usage, Protocol):
@@ -64,8 +74,32 @@ class UsageReader(Protocol):
     def of(self, key_id: int, now: float) -> UsageView: ...
 
 
-def read(now: float) -> RoutingState:
-    cooling = runtime.cooldowns().cooling(now)
+class CredentialView(Protocol):
+    """The workspaces' credential cooldowns, read only."""
+
+    def cooling(self, workspace_id: int, now: float) -> frozenset[str]: ...
+
+
+class CredentialUser(Protocol):
+    """Whose own credentials a request would use: a `Caller` is one."""
+
+    @property
+    def workspace(self) -> WorkspaceEntry: ...
+    @property
+    def key(self) -> KeyEntry: ...
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+
+def read(now: float, caller: CredentialUser | None = None) -> RoutingState:
+    """The state at `now`. With `caller`, `live.cooling` also holds the endpoints where
+    its workspace's own credential would be used and is cooling (R-BEY-7): skipped for
+    this caller alone, exactly like endpoints in cooldown. Without, endpoints only."""
+    cooldowns = runtime.cooldowns()
+    cooling = cooldowns.cooling(now)
+    if caller is not None:
+        providers = cooldowns.credentials.cooling(caller.workspace.id, now)
+        cooling |= byok_cooling_endpoints(caller, providers)
     live = runtime.live().state(now)
     return RoutingState(
         now=now,
@@ -78,6 +112,37 @@ def read(now: float) -> RoutingState:
         warm_targets=runtime.warm_targets(),
         tier_pins=runtime.tier_pins(),
         usage=runtime.key_usage(),
+        credentials=cooldowns.credentials,
+    )
+
+
+def own_credential(
+    workspace: WorkspaceEntry, key_id: int, endpoint: EndpointInfo
+) -> CredentialEntry | None:
+    """The workspace's own credential for the endpoint's provider when it applies to this
+    key and the endpoint's model (R-BYOK-1: restrictable to models and to API keys); None
+    when the managed credential serves, as for a workspace without one."""
+    own = workspace.credentials.get(endpoint.provider)
+    if own is None or (own.models and endpoint.model not in own.models):
+        return None
+    if own.api_key_ids and key_id not in own.api_key_ids:
+        return None
+    return own
+
+
+def byok_cooling_endpoints(caller: CredentialUser, providers: frozenset[str]) -> frozenset[str]:
+    """The endpoints of the cooling `providers` where `caller` would send its own key
+    with no managed fallback. With `managed_fallback` the managed key serves there while
+    the own one cools (gateway/request_path/execute.py), so those endpoints stay."""
+    if not providers:
+        return frozenset()
+    workspace, key_id = caller.workspace, caller.key.pk
+    return frozenset(
+        endpoint.id
+        for endpoint in caller.snapshot.all_endpoints
+        if endpoint.provider in providers
+        and (own := own_credential(workspace, key_id, endpoint)) is not None
+        and not own.managed_fallback
     )
 
 
@@ -161,13 +226,34 @@ class Clock(Protocol):
 class AttemptObserver:
     """The executor's observer for one request: the adaptive state's in-flight counts and
     latency samples, and the cooldowns (R-EXE-3) as soon as each attempt ends. Cooldown
-    lengths follow the workspace's policy; times come from the request's clock."""
+    lengths follow the workspace's policy; times come from the request's clock.
 
-    def __init__(self, cooldown: Mapping[str, float], clock: Clock) -> None:
+    `uses_own[i]` says whether the i-th target carries the workspace's own credential:
+    the executor starts its targets one at a time, in order, so the n-th `started` is the
+    n-th target. Such an attempt's refusal by the upstream (any HTTP error but the
+    request's own faults; a key that does not decrypt) cools that credential for
+    `workspace` alone (R-BEY-7); no answer at all (connect error, timeout, malformed
+    body) speaks of the endpoint, whichever key was sent."""
+
+    def __init__(
+        self,
+        cooldown: Mapping[str, float],
+        clock: Clock,
+        *,
+        workspace: WorkspaceEntry | None = None,
+        uses_own: Sequence[bool] = (),
+    ) -> None:
         self.cooldown = cooldown  # base_s / max_s, if the policy sets them
         self.clock = clock
+        self.workspace = workspace
+        self.uses_own = tuple(uses_own)
+        self._started = 0  # attempts started so far
+        self._own: WorkspaceEntry | None = None  # the attempt under way used its own key
 
     def started(self, endpoint: EndpointInfo) -> None:
+        index, self._started = self._started, self._started + 1
+        own = index < len(self.uses_own) and self.uses_own[index]
+        self._own = self.workspace if own else None
         runtime.adaptive().started(endpoint.model)
         metrics.IN_FLIGHT.labels(endpoint.model).inc()
 
@@ -180,12 +266,21 @@ class AttemptObserver:
         if endpoint.model in adaptive.ewma:
             estimate = adaptive.ewma[endpoint.model].estimate_ms
             metrics.LATENCY_ESTIMATE.labels(endpoint.model).set(estimate)
-        cooldowns = runtime.cooldowns()
+        cooldowns, own = runtime.cooldowns(), self._own
         if failure is None:
             if latency_ms is not None:
                 cooldowns.success(endpoint.id)
+                if own is not None:
+                    cooldowns.credentials.success(own.id, endpoint.provider)
             return
-        if failure.kind in NOT_THE_ENDPOINTS or failure.http_status in CLIENT_FAULTS:
+        if failure.kind == "unsupported_request" or failure.http_status in CLIENT_FAULTS:
+            return
+        # an upstream's refusal of the workspace's own key, or a key that does not decrypt
+        refused = failure.kind == "no_credential" or (failure.http_status or 0) >= 400
+        if own is not None and refused:
+            self._cool_credential(cooldowns.credentials, own, endpoint, failure)
+            return
+        if failure.kind in NOT_THE_ENDPOINTS:
             return
         started = cooldowns.failure(
             endpoint.id, failure.http_status, self.clock.now(), failure.retry_after,
@@ -193,6 +288,28 @@ class AttemptObserver:
         )  # fmt: skip
         if started is not None:
             metrics.COOLDOWNS.labels(endpoint.provider, endpoint.id, started.reason).inc()
+
+    def _cool_credential(
+        self,
+        credentials: CredentialCooldowns,
+        workspace: WorkspaceEntry,
+        endpoint: EndpointInfo,
+        failure: AttemptFailed,
+    ) -> None:
+        if failure.kind == "no_credential":
+            reason = DOES_NOT_DECRYPT
+        else:
+            reason = f"http_{failure.http_status}"
+        started = credentials.failure(
+            workspace.id, endpoint.provider, reason, failure.http_status,
+            self.clock.now(), failure.retry_after,
+            base_s=self.cooldown.get("base_s"), max_s=self.cooldown.get("max_s"),
+        )  # fmt: skip
+        if started is not None:  # names the workspace and provider only, never the key
+            log.warning(
+                "workspace %s: its own %s credential cools for %.0f s (%s, %s)",
+                workspace.slug, endpoint.provider, started.seconds, reason, started.reason,
+            )  # fmt: skip
 
 
 async def current_snapshot() -> Snapshot:
@@ -215,6 +332,33 @@ async def flush_traces() -> None:
 def live_by_provider() -> dict[str, dict[str, object]]:
     """`GET /health`: this worker's live numbers per provider, now."""
     return runtime.live().by_provider(time.time())
+
+
+def credentials_health(
+    workspace_id: int, providers: Iterable[str], now: float
+) -> dict[str, dict[str, object]]:
+    """The health of a workspace's own credentials (`providers`), by provider, at `now`:
+    for `GET /health` with its key and the management API. A cooldown's end is shared
+    between replicas; the failures are this worker's. Never a secret. Safe to call from
+    a thread other than the event loop's (the management API's views run in one)."""
+    shown: dict[str, dict[str, object]] = {}
+    for health in runtime.cooldowns().credentials.health(workspace_id, providers, now):
+        cooling = health.cooling
+        shown[health.provider] = {
+            "status": "cooling" if cooling else "ok",
+            "cooling_until": _iso(cooling.until) if cooling else None,
+            "cooling_reason": cooling.reason if cooling else None,
+            "last_failure": health.last_failure,
+            "last_failure_at": _iso(health.last_failure_at),
+            "recent_failures": health.recent_failures,
+        }
+    return shown
+
+
+def _iso(epoch_s: float | None) -> str | None:
+    if epoch_s is None:
+        return None
+    return datetime.fromtimestamp(epoch_s, UTC).isoformat().replace("+00:00", "Z")
 
 
 async def start() -> None:

@@ -1,5 +1,6 @@
-"""Cooldowns, session pins and tier pins shared between gateway replicas through Redis
-(SPEC R-BEY-9). Per-node learning (latency EWMA, in-flight counts, live metrics) stays in
+"""Cooldowns (of endpoints, and of workspaces' BYOK credentials), session pins and tier pins
+shared between gateway replicas through Redis (SPEC R-BEY-9, R-BEY-7). Per-node learning
+(latency EWMA, in-flight counts, live metrics, a credential's recent failures) stays in
 process, as GM keeps it; what a user would see as inconsistent between replicas is mirrored.
 
 Reads never touch Redis: each store stays the in-process map the request path reads. A
@@ -12,6 +13,7 @@ so a replica that starts or comes back catches up. One record serves as key valu
 message; `until` is wall-clock epoch seconds, `node` lets a replica skip its own records:
 
     {"node": "9f…", "store": "cooldowns", "key": ENDPOINT, "value": REASON, "until": 1767225600.5}
+    {"node": "9f…", "store": "credential_cooldowns", "key": "WS_ID:PROVIDER", "value": REASON, …}
     {"node": "9f…", "store": "pins:session", "key": "SESSION|MODEL", "value": ENDPOINT, "until": …}
     {"node": "9f…", "store": "tier_pins", "key": "ALIAS|SESSION", "value": "hard", "until": …}
 
@@ -57,6 +59,7 @@ BATCH = 500  # changes per pipeline round trip, keys per MGET on load
 REDIS_ERRORS = (RedisError, OSError)  # OSError covers refused connections and timeouts
 
 COOLDOWNS = "cooldowns"
+CREDENTIAL_COOLDOWNS = "credential_cooldowns"  # a workspace's BYOK credential (R-BEY-7)
 TIER_PINS = "tier_pins"
 CONFIG = "config"  # a message only, never a key: "the configuration version moved"
 
@@ -86,11 +89,19 @@ class SharedState:
         self._down = False
 
     def share_cooldowns(self, store: Cooldowns) -> None:
+        """The endpoints' cooldowns and, with them, the workspaces' credentials'."""
         store.listener = lambda endpoint, until, reason: self._send(
             COOLDOWNS, endpoint, reason, until
         )
         self._appliers[COOLDOWNS] = lambda endpoint, reason, until: store.apply_remote(
             endpoint, until, reason
+        )
+        credentials = store.credentials
+        credentials.listener = lambda key, until, reason: self._send(
+            CREDENTIAL_COOLDOWNS, key, reason, until
+        )
+        self._appliers[CREDENTIAL_COOLDOWNS] = lambda key, reason, until: credentials.apply_remote(
+            key, until, reason
         )
 
     def share_session_pins(self, name: str, store: SessionPins) -> None:
