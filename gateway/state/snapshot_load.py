@@ -70,7 +70,8 @@ def load_snapshot() -> Snapshot:
     }
     keys = {
         lookup: replace(entry, **_governed(governance, entry.workspace_id, entry.name))
-        if (entry.workspace_id, entry.name) in governance and entry.name else entry
+        if (entry.workspace_id, entry.name) in governance and entry.name
+        else entry
         for lookup, entry in keys.items()
     }
     return Snapshot(

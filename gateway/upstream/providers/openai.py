@@ -152,7 +152,6 @@ class StreamTranslator:
             if isinstance(payload.get("created"), int):
                 self.created = payload["created"]
 
-
     def _inspect(self, data: bytes) -> bool:
         """Record usage or an in-band error; True when the frame must not be forwarded."""
         try:
