@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway import metrics
@@ -34,11 +34,19 @@ from gateway.admission.budgets import (
     worst_case_micros,
 )
 from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
+from gateway.admission.route_usage import (
+    StoreUsage,
+    StoreUsageReader,
+    tracking_rules,
+    usage_counters,
+    usage_periods,
+)
 from gateway.admission.stores import AdmissionStores
 from gateway.errors import ApiError
 from gateway.request_path.alerts import fire_alerts
 from gateway.request_path.caller import Caller
 from gateway.request_path.resolve import Resolved
+from gateway.state.request_state import RoutingState
 from routing.engine.routes import BudgetNode
 from routing.engine.types import EndpointInfo
 
@@ -121,11 +129,15 @@ async def admit(
             await _reserve(admission, caller, rules, models, deadline_s)
     except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
         admission.settle(0, 0, now)  # give back whatever was taken before the failure
-        metrics.ADMISSION_REFUSALS.labels("budget_store_unavailable").inc()
-        raise ApiError(503, "Budgets and rate limits cannot be checked right now; the request "
-                       "was not sent.", code="budget_store_unavailable",
-                       headers={"Retry-After": "1"}) from error  # fmt: skip
+        raise _unavailable() from error
     return admission
+
+
+def _unavailable() -> ApiError:
+    metrics.ADMISSION_REFUSALS.labels("budget_store_unavailable").inc()
+    return ApiError(503, "Budgets and rate limits cannot be checked right now; the request "
+                    "was not sent.", code="budget_store_unavailable",
+                    headers={"Retry-After": "1"})  # fmt: skip
 
 
 async def _reserve(
@@ -152,10 +164,36 @@ async def _reserve(
     admission.headers.update(remaining)
 
 
+async def with_route_usage(
+    state: RoutingState, caller: Caller, stores: AdmissionStores
+) -> RoutingState:
+    """The routing state with the key's usage per period its routes' rate and budget nodes
+    read, from the budget store (route_usage.py); unchanged for a key without such nodes."""
+    periods = _usage_periods(caller)
+    if not periods:
+        return state
+    counters = usage_counters(caller.workspace.id, caller.key.name, periods, caller.started_at)
+    try:
+        found = await stores.budgets.read(list(counters.values()))
+    except BudgetStoreUnavailable as error:
+        raise _unavailable() from error
+    usage = StoreUsage({period: found[counter] for period, counter in counters.items()})
+    return replace(state, usage=StoreUsageReader(usage))
+
+
+def _usage_periods(caller: Caller) -> tuple[str, ...]:
+    if not caller.key.routes:
+        return ()
+    deployed = (caller.workspace.routes.get(slug) for slug in caller.key.routes)
+    return usage_periods(d.route for d in deployed if d is not None and d.route is not None)
+
+
 def budget_rules(caller: Caller, resolved: Resolved) -> tuple[BudgetRule, ...]:
-    """The workspace's budgets, the key's, and each budget node of the key's route that
-    the walk passed `within` (its cap applies to the key's spending in its period)."""
+    """The workspace's budgets, the key's, each budget node of the key's route that the
+    walk passed `within` (its cap applies to the key's spending in its period), and the
+    uncapped counters its routes' rate and budget nodes read."""
     rules = caller.workspace.budgets + caller.key.budgets
+    rules += tracking_rules(caller.workspace.id, caller.key.name, _usage_periods(caller))
     choice = resolved.route
     deployed = caller.workspace.routes.get(choice.slug) if choice is not None else None
     if choice is None or deployed is None or deployed.route is None:

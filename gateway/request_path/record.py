@@ -173,8 +173,6 @@ def finish(
             **_route_columns(record.route),
         }
     )
-    if caller.key.routes and record.attempts:  # what its route's rate/budget nodes read
-        effects.usage.append((caller.key.pk, now, cost_micros(usage, target)))
     _observe_live(record, usage, stream_broke, now, effects)
     if status == 200 and not stream_broke:
         note_cache_read(record.session, record.routing, target, usage, now, effects)

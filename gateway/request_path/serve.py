@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponseBase
 
 from gateway.errors import ApiError
 from gateway.request_path import parse
-from gateway.request_path.admit import Admission, admit, tokens_used
+from gateway.request_path.admit import Admission, admit, tokens_used, with_route_usage
 from gateway.request_path.affinity import session_of
 from gateway.request_path.authenticate import authenticate
 from gateway.request_path.caller import Caller
@@ -81,6 +81,7 @@ async def _steps(
     parsed = operation.parse(body)  # 2
     record.stream = parsed.stream
     state = request_state.read(caller.started_at, caller)
+    state = await with_route_usage(state, caller, admission_state.stores())
     effects = Effects()
     ask = None if operation.dry_run else child_request
     resolved = await resolve_request(  # 3

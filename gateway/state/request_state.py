@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import httpx
 
 from gateway import metrics
+from gateway.admission.route_usage import NO_USAGE
 from gateway.gateway_settings import GatewaySettings
 from gateway.state import runtime
 from gateway.state.snapshot import CredentialEntry, KeyEntry, Snapshot, WorkspaceEntry
@@ -111,7 +112,7 @@ def read(now: float, caller: CredentialUser | None = None) -> RoutingState:
         cache_pins=runtime.cache_pins(),
         warm_targets=runtime.warm_targets(),
         tier_pins=runtime.tier_pins(),
-        usage=runtime.key_usage(),
+        usage=NO_USAGE,  # a key whose routes read usage gets it from the store (admit.py)
         credentials=cooldowns.credentials,
     )
 
@@ -174,7 +175,6 @@ class Effects:
     samples: list[tuple[Any, tuple[str, ...], float]] = field(default_factory=list)
     observations: list[tuple[str, str, Observation]] = field(default_factory=list)
     traces: list[dict[str, Any]] = field(default_factory=list)
-    usage: list[tuple[int, float, int]] = field(default_factory=list)  # key, now, cost µ$
 
     def count(self, metric: Any, *labels: str, by: float = 1) -> None:
         self.counts.append((metric, labels, by))
@@ -201,8 +201,6 @@ def apply(effects: Effects) -> None:
             pins.touch(tier_pin.key, tier_pin.now, tier_pin.ttl_s)
     for trace in effects.traces:
         runtime.traces().record(trace)
-    for key_id, now, cost in effects.usage:
-        runtime.key_usage().add(key_id, now, cost)
     if effects.observations:
         live = runtime.live()
         for endpoint_id, provider, observation in effects.observations:

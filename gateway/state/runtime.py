@@ -16,7 +16,6 @@ from audit.record import TraceWriter
 from gateway.gateway_settings import GatewaySettings
 from gateway.state import admission_state
 from gateway.state.db_thread import in_db_thread
-from gateway.state.key_usage import KeyUsage
 from gateway.state.shared_state import SharedState
 from gateway.state.snapshot import SnapshotHolder
 from gateway.upstream.client import get_client
@@ -32,7 +31,6 @@ _writer: TraceWriter | None = None
 _live: LiveMetrics | None = None
 _round_robin: dict[str, int] = {}
 _adaptive = AdaptiveState()  # per process, as GM keeps it (R-EXE-5)
-_key_usage = KeyUsage()  # what route rate/budget nodes read (gateway/state/key_usage.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +144,6 @@ def adaptive() -> AdaptiveState:
     return _adaptive
 
 
-def key_usage() -> KeyUsage:
-    """Each routed key's requests and cost per calendar period, in this process."""
-    return _key_usage
-
-
 def tier_pins() -> InProcessTierPins:
     """Upward-only tier pins per alias and session (R-TIER-3), shared between replicas."""
     return _shared_stores().tier_pins
@@ -173,12 +166,11 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live, _stores, _adaptive, _key_usage
+    global _holder, _writer, _live, _stores, _adaptive
     if _stores is not None and _stores.sharing is not None:
         _stores.sharing.close()
     _stores = None
     _adaptive = AdaptiveState()
-    _key_usage = KeyUsage()
     admission_state.reset()
     _holder = None
     _writer = None
