@@ -135,6 +135,8 @@ class MemoryBudgetStore:
             if self._settle(hold, hold.amount_micros) is not None:
                 self.ledger.record(ledger_entries(hold, hold.amount_micros, "expired", now))
                 swept.append(hold)
+        if swept:
+            await self.ledger.flush()  # rare, and what it charged must outlive this process
         with self._lock:
             live = {c.counter for h in self._open.values() for c in h.charges}
             for name in [n for n in self._counters if n not in live and _period_over(n, now)]:

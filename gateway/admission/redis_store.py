@@ -210,6 +210,8 @@ class RedisBudgetStore:
                                                      hold.request_id, "sweep"]):  # fmt: skip
                 self.ledger.record(ledger_entries(hold, hold.amount_micros, "expired", now))
                 swept.append(hold)
+        if swept:
+            await self.ledger.flush()  # rare, and what it charged must outlive this process
         return swept
 
     async def _rebuild_counters(self, charges: Sequence[Charge]) -> None:

@@ -1,4 +1,7 @@
-"""`/healthz`: liveness and readiness (the database answers; Redis too when configured)."""
+"""`/healthz`: liveness and readiness (the database answers; Redis too when configured),
+and whether budgets and rate limits can be checked: the store they live in
+(docs/budgets.md) answers — while it does not, every request a budget or limit applies to
+is refused with 503 `budget_store_unavailable`."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 
+from gateway.state import admission_state
 from gateway.state.db_thread import in_db_thread
 
 
@@ -35,8 +39,12 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     checks = {"database": await in_db_thread(_database_ok)()}
     if settings.REDIS_URL:
         checks["redis"] = await _redis_ok(settings.REDIS_URL)
+    store = admission_state.stores().kind
+    checks["budget_store"] = {"redis": checks.get("redis", False),
+                              "database": checks["database"]}.get(store, True)  # fmt: skip
     healthy = all(checks.values())
-    body = {"status": "ok" if healthy else "unavailable", "checks": checks}
+    body = {"status": "ok" if healthy else "unavailable", "checks": checks,
+            "budget_store": store}  # fmt: skip
     return HttpResponse(
         orjson.dumps(body), status=200 if healthy else 503, content_type="application/json"
     )

@@ -11,6 +11,8 @@ prices high enough that a request costs thousands of micro-dollars."""
 from __future__ import annotations
 
 import concurrent.futures
+import shutil
+import subprocess
 import time
 from decimal import Decimal
 
@@ -18,6 +20,8 @@ import httpx
 import openai
 import pytest
 
+from fakeupstream.process import free_port
+from gateway.processes import running_gateway
 from tests.live import Live
 
 pytestmark = pytest.mark.live
@@ -75,6 +79,7 @@ def micros(usd: str) -> int:
 @pytest.fixture(scope="module")
 def worst_case(live: Live) -> int:
     """What one request reserves (R-BEY-8), read off a roomy budget's remaining header."""
+    live.fakes["paced"].reset()  # set up before the first test's `fresh_live` resets it
     client = budgeted(live, "budget-probe", "1000")
     answer = ask(client)
     assert answer.status_code == 200, answer.text
@@ -167,3 +172,80 @@ def test_d_28_a_stream_cut_short_settles_to_an_estimate_not_zero(fresh_live, wor
         assert time.monotonic() < deadline, "the cut stream was never charged"
         time.sleep(0.1)
     assert 1000 <= spent < worst_case
+
+
+def test_r_lim_2_an_alert_threshold_fires_once_per_period(fresh_live, worst_case):
+    # given a budget of ten worst cases with alerts at 10 % and 20 %
+    usd = Decimal(10 * worst_case) / 1_000_000
+    client = budgeted(fresh_live, "budget-alerts", str(usd), alerts="[0.1, 0.2]")
+    # when requests spend past both thresholds, and then some
+    for _ in range(5):
+        assert ask(client).status_code == 200
+    # then each threshold became one audit event
+    code = (
+        "from audit.models import AdminEvent;"
+        "print(sorted(e.changes['threshold'] for e in AdminEvent.objects.filter("
+        "action='budget.alert', workspace__slug='budget-alerts')))"
+    )
+    deadline = time.monotonic() + 5
+    while (fired := fresh_live.manage("shell", "--no-imports", "-c", code).strip()) != "[0.1, 0.2]":
+        assert time.monotonic() < deadline, f"alerts fired: {fired}"
+        time.sleep(0.1)
+    metrics = httpx.get(f"{fresh_live.gateway.url}/metrics").text
+    assert 'switchyard_budget_alerts_total{budget="workspace daily",threshold="0.1"}' in metrics
+
+
+def test_r_lim_2_a_client_gone_mid_stream_settles_to_what_was_streamed(fresh_live, worst_case):
+    client = budgeted(fresh_live, "budget-gone", "1000")
+    # when the client reads two chunks of a paced stream and hangs up
+    with httpx.stream(
+        "POST", f"{client.base_url}chat/completions",
+        headers={"Authorization": f"Bearer {client.api_key}"},
+        json={"model": MODEL, "messages": PROMPT, "max_tokens": REPLY_TOKENS, "stream": True},
+    ) as stream:  # fmt: skip
+        lines = stream.iter_lines()
+        assert next(lines).startswith("data:")
+    # then its reservation settled to the input and what had streamed: not zero, not all
+    deadline = time.monotonic() + 5
+    while (spent := spent_micros(fresh_live, "budget-gone")) == 0:
+        assert time.monotonic() < deadline, "the abandoned stream was never settled"
+        time.sleep(0.1)
+    assert 1000 <= spent < worst_case
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+def test_r_lim_2_fails_closed_when_the_budget_store_is_unreachable(fresh_live):
+    # given a gateway whose budgets live in a Redis of its own, which then goes down
+    client = budgeted(fresh_live, "budget-closed", "1000")
+    port = free_port()
+    redis_server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"], stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        env = fresh_live.own_env(SWITCHYARD_ADMISSION_STORE="redis",
+                                 REDIS_URL=f"redis://127.0.0.1:{port}/0")  # fmt: skip
+        with running_gateway(env) as closed:
+            before = _post(closed.base_url, client.api_key, MODEL)
+            redis_server.kill()
+            redis_server.wait()
+            # when a budgeted request comes in, and one no budget applies to
+            answer = _post(closed.base_url, client.api_key, MODEL)
+            free = _post(closed.base_url, fresh_live.keys["acme"], "meta/llama-3.3-70b")
+            health = httpx.get(f"{closed.url}/healthz", timeout=10)
+    finally:
+        redis_server.kill()
+    # then the budgeted one is refused, never admitted unchecked, and /healthz says why
+    assert before.status_code == 200
+    assert answer.status_code == 503
+    assert answer.json()["error"]["code"] == "budget_store_unavailable"
+    assert fresh_live.fakes["paced"].stats()["requests"] == 1
+    assert free.status_code == 200
+    assert health.status_code == 503
+    assert health.json()["checks"]["budget_store"] is False
+
+
+def _post(base_url: str, key: str, model: str) -> httpx.Response:
+    return httpx.post(f"{base_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
+                      json={"model": model, "messages": PROMPT, "max_tokens": 5},
+                      timeout=20)  # fmt: skip

@@ -47,3 +47,5 @@ def test_healthz_reports_its_checks(fresh_live):
     checks = response.json()["checks"]
     assert checks["database"] is True
     assert ("redis" in checks) == bool(fresh_live.env.get("REDIS_URL"))
+    assert checks["budget_store"] is True
+    assert response.json()["budget_store"] in ("memory", "database", "redis")

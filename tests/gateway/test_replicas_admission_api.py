@@ -109,3 +109,52 @@ def test_r_lim_1_a_60_rpm_key_on_two_replicas_admits_60(fresh_live):
     waits = {int(a.headers["Retry-After"]) for a in answers if a.status_code == 429}
     assert waits
     assert max(waits) <= 2
+
+
+def _sweep_later(live: Live, after_s: float) -> str:
+    """Run the budget sweeper as the other replicas' would, `after_s` from now (a
+    controlled clock: a reservation expires a minute after its request's deadline)."""
+    code = (
+        "import asyncio, time; from gateway.state import admission_state;"
+        f"swept = asyncio.run(admission_state.stores().budgets.sweep(time.time() + {after_s}));"
+        "print(len(swept))"
+    )
+    return live.manage("shell", "--no-imports", "-c", code).strip()
+
+
+def _shared_store(live: Live) -> bool:
+    return bool(live.env.get("REDIS_URL")) or live.env["DATABASE_URL"].startswith("postgres")
+
+
+def test_r_lim_2_a_gateway_killed_mid_request_leaves_a_reservation_the_sweeper_charges(
+    fresh_live,
+):
+    if not _shared_store(fresh_live):
+        pytest.skip("the in-process store of SQLite dies with its process")
+    key = _apply(fresh_live, "replicas-killed", "budgets: [{period: daily, usd: 10}]")
+    fresh_live.fakes["paced"].set_faults([{"fault": "latency:5000", "times": None}])
+    with running_gateway(fresh_live.env, server="uvicorn") as doomed:  # one process
+        _ready([doomed.base_url], key)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(_ask, doomed.base_url, key)
+            deadline = time.monotonic() + 5
+            while fresh_live.fakes["paced"].stats()["requests"] == 0:  # it reserved, then called
+                assert time.monotonic() < deadline, "the request never reached the upstream"
+                time.sleep(0.02)
+            # when the process dies in the middle of the request
+            doomed.process.kill()
+            doomed.process.wait()
+            with pytest.raises(httpx.HTTPError):
+                pending.result()
+    # then its reservation is still held, and the sweeper charges it in full once expired
+    assert _sweep_later(fresh_live, 0) == "0"
+    assert _sweep_later(fresh_live, 3600) == "1"
+    assert _sweep_later(fresh_live, 3600) == "0"
+    code = (
+        "from workspaces.models import SpendEntry;"
+        "print([(e.kind, e.cost_micros) for e in SpendEntry.objects.filter("
+        "counter__startswith='ws:').order_by('-at')[:1]])"
+    )
+    assert fresh_live.manage("shell", "--no-imports", "-c", code).strip() == (
+        f"[('expired', {WORST_CASE})]"
+    )
