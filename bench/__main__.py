@@ -1,5 +1,5 @@
 """`python -m bench [--quick] [--duration S] [--workers N] [--server ...] [--transport ...]
-[--no-messages] [--no-routes] [--rounds N]`:
+[--no-messages] [--no-routes] [--no-governed] [--rounds N] [--store sqlite|postgres-redis]`:
 run the benchmark, print the Markdown report and write it to var/bench-latest.md."""
 
 from __future__ import annotations
@@ -37,6 +37,11 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
                         help="skip the Anthropic Messages path (/v1/messages)")  # fmt: skip
     parser.add_argument("--no-routes", action="store_true",
                         help="skip the key with a three-node route")  # fmt: skip
+    parser.add_argument("--no-governed", action="store_true",
+                        help="skip the key with a budget and rate limits")  # fmt: skip
+    parser.add_argument("--store", choices=("sqlite", "postgres-redis"), default="sqlite",
+                        help="the gateway's database and Redis (BENCH_POSTGRES_URL, "
+                        "BENCH_REDIS_URL)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1,
                         help="each scenario's gateway paths N times, interleaved (1)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -54,6 +59,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         gateway=GatewayOptions(args.workers, args.server, args.transport),
         messages=not args.no_messages,
         routes=not args.no_routes,
+        governed=not args.no_governed,
+        store=args.store,
         rounds=args.rounds,
     )
 

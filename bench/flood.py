@@ -232,7 +232,7 @@ def run_flood(options: FloodOptions) -> FloodResult:
         )
         if options.pool_size is not None:
             env["SWITCHYARD_UPSTREAM_POOL_SIZE"] = str(options.pool_size)
-        api_key, _routed_key = prepare_database(env, fake.base_url, workdir)
+        api_key = prepare_database(env, fake.base_url, workdir).plain
         gateway, worker = _start_gateway(stack, env, options.server)
         progress(f"gateway ({options.server}, 1 worker, pid {worker}) on {gateway.base_url}")
         request = _stream_request(gateway.port, api_key)

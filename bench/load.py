@@ -48,7 +48,8 @@ class Target:
     url: str  # the full /v1/chat/completions (or /v1/messages) URL
     model: str
     api_key: str
-    api: str = "chat"  # "chat" | "messages" (Anthropic's Messages API) | "routed" (chat)
+    # chat | messages (Anthropic's Messages API) | routed, governed (chat from other keys)
+    api: str = "chat"
 
 
 @dataclass(frozen=True, slots=True)

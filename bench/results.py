@@ -54,7 +54,9 @@ class Measurement:
     upstream_calls: int  # requests the fake upstream saw meanwhile
     cpu: CpuShare
     error_samples: Sequence[str] = field(default_factory=tuple)
-    api: str = "chat"  # "chat" | "messages" | "routed" (chat from a key with a route)
+    # chat | messages | routed (chat from a key with a route) | governed (with a budget and
+    # rate limits)
+    api: str = "chat"
 
     @property
     def mode(self) -> str:

@@ -8,6 +8,7 @@ outlived its master by pid.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -34,12 +35,16 @@ from bench.stack import (
     UPSTREAM_MODEL,
     GatewayOptions,
     bench_env,
+    forget_redis_keys,
+    postgres_database,
     prepare_database,
 )
 from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import ROOT, GatewayProcess, running_gateway
 
 GATEWAY_LOG = ROOT / "var" / "bench-gateway.log"
+DEFAULT_POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # BENCH_POSTGRES_URL
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"  # BENCH_REDIS_URL
 GATEWAY_LOG_TAIL_LINES = 20
 # Before starting, wait up to QUIET_WAIT_S for other work to drop below QUIET_BUSY_PCT
 # of one core; the per-scenario "others %" column shows what happened during the run.
@@ -57,6 +62,8 @@ class BenchOptions:
     gateway: GatewayOptions
     messages: bool = True  # also the Anthropic Messages path, against the same direct runs
     routes: bool = True  # also chat from a key with a three-node route (bench/stack.py)
+    governed: bool = True  # also chat from a key with a budget and rate limits
+    store: str = "sqlite"  # sqlite | postgres-redis: where the gateway's state lives
     # Each scenario's gateway targets measured this many times, interleaved, the order
     # reversed every other round, so that a machine drifting slower favours no path.
     rounds: int = 1
@@ -92,16 +99,19 @@ def run_bench(options: BenchOptions) -> BenchReport:
             load = Load(stream, max(options.concurrencies), options.warmup_s, options.duration_s)
             report.fake_alone.append(_measure(fake, alone, load, probe))
 
-        env = bench_env(workdir / "bench.sqlite3", options.gateway.transport)
-        api_key, routed_key = prepare_database(env, fake.base_url, workdir)
+        env = _environment(stack, workdir, options)
+        report.facts["store"] = options.store
+        keys = prepare_database(env, fake.base_url, workdir)
         gateway, tree = _start_gateway(stack, env, options.gateway)
-        via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, api_key)
+        via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, keys.plain)
         probe = Probe(fake.process.pid, cpus, tree, gateway.port)
         report.rss.append(_rss("idle, before load", tree))
         messages = replace(via, url=f"{gateway.base_url}/messages", api="messages")
-        routed = replace(via, model=ROUTED_MODEL, api_key=routed_key, api="routed")
+        routed = replace(via, model=ROUTED_MODEL, api_key=keys.routed, api="routed")
+        governed = replace(via, api_key=keys.governed, api="governed")
         targets = [via, *([messages] if options.messages else []),
-                   *([routed] if options.routes else [])]  # fmt: skip
+                   *([routed] if options.routes else []),
+                   *([governed] if options.governed else [])]  # fmt: skip
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
@@ -117,6 +127,21 @@ def run_bench(options: BenchOptions) -> BenchReport:
     if any(pair.gateway.error_count for pair in report.pairs):
         report.gateway_log_tail = tail_text(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)
     return report
+
+
+def _environment(stack: ExitStack, workdir: Path, options: BenchOptions) -> dict[str, str]:
+    """The gateway's environment: SQLite in `workdir`, or a PostgreSQL database made for
+    this run and Redis under a prefix of its own (both removed afterwards)."""
+    sqlite = workdir / "bench.sqlite3"
+    if options.store == "sqlite":
+        return bench_env(sqlite, options.gateway.transport)
+    admin = os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+    redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
+    database = stack.enter_context(postgres_database(admin))
+    env = bench_env(sqlite, options.gateway.transport, database_url=database,
+                    redis_url=redis_url)  # fmt: skip
+    stack.callback(forget_redis_keys, redis_url, env["SWITCHYARD_SHARED_STATE_PREFIX"])
+    return env
 
 
 def load_name(stream: bool) -> str:

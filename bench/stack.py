@@ -1,17 +1,23 @@
-"""What the benchmark runs against: a throw-away SQLite database holding a one-endpoint
-catalog that points at the fake upstream (loaded with `manage.py apply -f`), two workspace
-keys — a plain one, and one with a three-node dynamic route attached (condition → split →
-model, the route's cost measured against the plain key in the same run) — and the
+"""What the benchmark runs against: a throw-away database — SQLite in the benchmark's
+temporary directory, or with `--store postgres-redis` a PostgreSQL database made for the
+run and a Redis key prefix of its own — holding a one-endpoint catalog that points at the
+fake upstream (loaded with `manage.py apply -f`), three workspace keys — a plain one, one
+with a three-node dynamic route attached (condition → split → model), one with a budget
+and rate limits (each measured against the plain key in the same run) — and the
 gateway's environment.
 
-Nothing here touches the developer's database: every `manage.py` call and the gateway
-get DATABASE_URL pointing into the benchmark's temporary directory.
+Nothing here touches the developer's database or Redis keys.
 """
 
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlparse
 
 import yaml
 
@@ -20,6 +26,7 @@ from gateway.processes import base_env, manage
 GATEWAY_MODEL = "meta/llama-3.3-70b"
 ROUTED_MODEL = "bench-routed"  # a name only the route handles; its model nodes pick GATEWAY_MODEL
 ROUTED_KEY_NAME = "routed"
+GOVERNED_KEY_NAME = "governed"  # a budget and rate limits no bench run reaches
 UPSTREAM_MODEL = "llama-up"
 WORKSPACE = "bench"
 # The credential the gateway sends upstream; the fake accepts any, but a provider needs one.
@@ -34,32 +41,71 @@ class GatewayOptions:
     transport: str  # "aiohttp" | "httpx", SWITCHYARD_HTTP_TRANSPORT
 
 
-def bench_env(db_path: Path, transport: str) -> dict[str, str]:
+def bench_env(
+    db_path: Path, transport: str, *, database_url: str = "", redis_url: str = ""
+) -> dict[str, str]:
     """The environment of every manage.py call and of the gateway.
 
-    Redis and the Celery broker are switched off so that the single-machine setup is what
-    gets measured, whatever the developer's .env says.
+    Without `database_url` and `redis_url` (the default) Redis and the Celery broker are
+    switched off, so that the single-machine setup is what gets measured, whatever the
+    developer's .env says.
     """
     return base_env(
-        DATABASE_URL=f"sqlite:///{db_path}",
+        DATABASE_URL=database_url or f"sqlite:///{db_path}",
         LOG_LEVEL="WARNING",
         SWITCHYARD_HTTP_TRANSPORT=transport,
-        REDIS_URL="",
+        REDIS_URL=redis_url,
+        SWITCHYARD_SHARED_STATE_PREFIX=f"switchyard-bench-{uuid.uuid4().hex[:12]}",
         CELERY_BROKER_URL="",
         **{UPSTREAM_KEY_ENV: UPSTREAM_KEY},
     )
 
 
-def prepare_database(env: dict[str, str], upstream_base_url: str, workdir: Path) -> tuple[str, str]:
+@contextmanager
+def postgres_database(admin_url: str) -> Iterator[str]:
+    """A database made on `admin_url`'s server for one run, dropped after it."""
+    import psycopg
+
+    parsed = urlparse(admin_url)
+    name = f"switchyard_bench_{os.getpid()}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield parsed._replace(path=f"/{name}").geturl()
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def forget_redis_keys(redis_url: str, prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(match=f"{prefix}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class BenchKeys:
+    plain: str
+    routed: str  # with the three-node route
+    governed: str  # with a budget and rate limits
+
+
+def prepare_database(env: dict[str, str], upstream_base_url: str, workdir: Path) -> BenchKeys:
     """Migrate the empty database, load the catalog and deploy the route; return a plain
-    workspace key and one with the route attached."""
+    workspace key, one with the route attached and one with a budget and limits."""
     manage("migrate", "--noinput", env=env)
     config = workdir / "bench-catalog.yaml"
     config.write_text(yaml.safe_dump(catalog(upstream_base_url), sort_keys=False))
     manage("apply", "-f", str(config), "--deploy", env=env)
     plain = manage("createkey", "--workspace", WORKSPACE, env=env).strip()
     routed = manage("createkey", "--workspace", WORKSPACE, "--name", ROUTED_KEY_NAME, env=env)
-    return plain, routed.strip()
+    governed = manage("createkey", "--workspace", WORKSPACE, "--name", GOVERNED_KEY_NAME, env=env)
+    return BenchKeys(plain, routed.strip(), governed.strip())
 
 
 def catalog(upstream_base_url: str) -> dict[str, object]:
@@ -93,11 +139,20 @@ def catalog(upstream_base_url: str) -> dict[str, object]:
                 "name": WORKSPACE,
                 "policy": {},
                 "routes": [ROUTE],
-                "keys": [{"name": ROUTED_KEY_NAME, "routes": [ROUTE["slug"]]}],
+                "keys": [{"name": ROUTED_KEY_NAME, "routes": [ROUTE["slug"]]}, GOVERNED],
             }
         ],
     }
 
+
+# Checked and charged on every request, never reached: a daily budget and rate limits far
+# beyond what a run sends (docs/budgets.md), so the cost of admission is what is measured.
+GOVERNED = {
+    "name": GOVERNED_KEY_NAME,
+    "budget": {"period": "daily", "usd": 1_000_000, "alerts": [0.9]},
+    "limits": {"requests_per_minute": 100_000_000, "tokens_per_minute": 10**12,
+               "concurrent": 100_000},
+}  # fmt: skip
 
 # Three nodes on every request's walk: the condition (no metadata: `else`), the split (by
 # session, falling back to the key id), a model node.
