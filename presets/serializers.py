@@ -5,7 +5,8 @@ Presets and route bodies are validated by the rules `manage.py apply` uses
 (`gateway.config.workspaces.parse_preset`, `routing.engine.routes.parse_route`), not by
 these serializers: for those, a serializer renders the response and describes the body
 in the OpenAPI schema. The key serializers extend `workspaces.serializers` with the key's
-settings, which live here because workspaces may not import presets.
+settings, which live here because workspaces may not import presets, and with the budget
+and rate limits of its name (presets/budget_serializers.py).
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from presets.budget_serializers import (
+    BudgetRuleSerializer,
+    RateLimitsSerializer,
+    key_budgets_by_name,
+    key_limits_by_name,
+)
 from presets.models import KeySettings, Preset, Route, RouteVersion
 from presets.services import MAX_MESSAGE_CHARS
-from workspaces.models import ApiKey
+from workspaces.models import ApiKey, Budget, RateLimit
 from workspaces.serializers import (
     ApiKeySerializer,
     IssuedApiKeySerializer,
@@ -212,12 +219,17 @@ class RouteDiffSerializer(serializers.Serializer):
 
 
 class KeyWithSettings:
-    """An API key seen with the settings of its name (D-24): what the key serializers
-    render. Everything not about the settings is the key's."""
+    """An API key seen with the settings of its name (D-24), its budget and its rate
+    limits: what the key serializers render. Everything else is the key's."""
 
-    def __init__(self, key: ApiKey, settings: KeySettings | None) -> None:
+    def __init__(
+        self, key: ApiKey, settings: KeySettings | None,
+        budget: Budget | None = None, limits: RateLimit | None = None,
+    ) -> None:  # fmt: skip
         self.key = key
         self.settings = settings
+        self.budget = budget
+        self.limits = limits
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.key, name)
@@ -249,9 +261,26 @@ class KeyWithSettings:
         return status
 
 
-class KeySettingsFieldsMixin(serializers.Serializer):
-    """The settings of the key's name (R-KEY-1, D-24), as fields of the key. The view
-    puts the workspace's settings by name in the context (`key_settings`)."""
+class KeyLimitsFieldsMixin(serializers.Serializer):
+    """The budget and rate limits of the key's name (R-KEY-1, R-LIM-1/2, D-24), as fields
+    of the key, on create and PATCH as well."""
+
+    budget = BudgetRuleSerializer(
+        required=False,
+        allow_null=True,
+        help_text="the key name's budget, one per key as in `apply`'s `keys:`: setting it "
+        "replaces every budget of the name (`budgets` may hold one per period, of which the "
+        "first by period shows here); null: none",
+    )
+    limits = RateLimitsSerializer(
+        required=False, allow_null=True, help_text="the key name's rate limits; null: none"
+    )
+
+
+class KeySettingsFieldsMixin(KeyLimitsFieldsMixin):
+    """The settings of the key's name (R-KEY-1, D-24), with its budget and limits, as
+    fields of the key. The view puts the workspace's settings, budgets and limits by name
+    in the context (`key_settings`, `key_budgets`, `key_limits`)."""
 
     allowed_models = serializers.ListField(
         child=serializers.CharField(max_length=200),
@@ -278,18 +307,22 @@ class KeySettingsFieldsMixin(serializers.Serializer):
 
     def to_representation(self, instance: Any) -> Any:
         if isinstance(instance, ApiKey):
+            workspace_id, name = instance.workspace_id, instance.name
             found = self.context.get("key_settings")
             if found is None:
-                settings = KeySettings.objects.filter(
-                    workspace_id=instance.workspace_id, name=instance.name
-                ).first()
-            else:
-                settings = found.get(instance.name)
-            instance = KeyWithSettings(instance, settings)
+                settings = KeySettings.objects.filter(workspace_id=workspace_id, name=name)
+                found = {name: settings.first()}
+            budgets = self.context.get("key_budgets")
+            budgets = key_budgets_by_name(workspace_id) if budgets is None else budgets
+            limits = self.context.get("key_limits")
+            limits = key_limits_by_name(workspace_id) if limits is None else limits
+            instance = KeyWithSettings(
+                instance, found.get(name), budgets.get(name), limits.get(name)
+            )
         return super().to_representation(instance)
 
 
-SETTINGS_FIELDS = ("allowed_models", "preset", "routes", "settings_expires_at")
+SETTINGS_FIELDS = ("allowed_models", "preset", "routes", "settings_expires_at", "budget", "limits")
 
 
 class ApiKeyWithSettingsSerializer(KeySettingsFieldsMixin, ApiKeySerializer):
@@ -309,6 +342,15 @@ class IssuedApiKeyWithSettingsSerializer(KeySettingsFieldsMixin, IssuedApiKeySer
     class Meta(IssuedApiKeySerializer.Meta):
         ref_name = "IssuedApiKey"
         fields = (*ApiKeySerializer.Meta.fields, *SETTINGS_FIELDS, "key")
+
+
+class ApiKeyCreateSerializer(KeyLimitsFieldsMixin, ApiKeySerializer):
+    """The body of a create: the key's name and expiry, and the budget and rate limits of
+    its name (the other settings are PATCHed, or written beforehand by `apply`)."""
+
+    class Meta(ApiKeySerializer.Meta):
+        ref_name = "ApiKeyCreate"
+        fields = (*ApiKeySerializer.Meta.fields, "budget", "limits")
 
 
 def key_settings_by_name(workspace_id: int) -> dict[str, KeySettings]:

@@ -15,8 +15,10 @@ R-KEY-1, D-24, D-25), under `/api/v1/workspaces/{ws}/`:
     GET    routes/{slug}/diff?from=N&to=M   the diff; `to` default: the deployed (read)
     POST   routes/{slug}/deploy          {version} default: the newest (edit)
     POST   routes/{slug}/rollback        {version} default: the one deployed before (edit)
-    keys, keys/{id}                      workspaces.views' keys, with the settings of the
-                                         key's name (GET) and PATCH of them (edit)
+    keys, keys/{id}                      workspaces.views' keys, with the settings, the
+                                         budget and the rate limits of the key's name
+                                         (GET), PATCH of them (edit); budget and limits
+                                         on create too
 
 Thin: validate by the rules `apply` uses (presets: `gateway.config.workspaces.parse_preset`;
 routes: the engine's `parse_route`, inside `presets.services.save_route`), write through
@@ -28,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Max
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -47,8 +50,10 @@ from gateway.config.types import PresetSpec
 from gateway.config.workspaces import parse_preset
 from gateway.replay import parse_duration, replay_route
 from presets import preset_services
+from presets.budget_serializers import key_budgets_by_name, key_limits_by_name
 from presets.models import Preset, Route, RouteVersion
 from presets.serializers import (
+    ApiKeyCreateSerializer,
     ApiKeyWithSettingsSerializer,
     IssuedApiKeyWithSettingsSerializer,
     PresetReplaceSerializer,
@@ -74,11 +79,13 @@ from presets.services import (
     save_route,
 )
 from routing.engine.routes import RouteInvalid
+from workspaces import budget_services
 from workspaces.api import ApiProblem, WorkspaceScopedViewSet, invalid, not_found
-from workspaces.models import ApiKey
+from workspaces.budget_services import LimitValues
+from workspaces.models import ApiKey, Workspace
 from workspaces.permissions import Action
 from workspaces.schema import ErrorSerializer
-from workspaces.serializers import ApiKeySerializer
+from workspaces.services import CreatedKey
 from workspaces.views import REFUSALS, ApiKeyViewSet, refusal
 
 SLUG_PATTERN = "[-a-zA-Z0-9_]+"  # gateway.config.fields.SLUG, Django's SlugField
@@ -430,51 +437,83 @@ class RouteViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceSc
 # Keys with their settings -----------------------------------------------------------
 
 
+KEY_LIMIT_FIELDS = ("budget", "limits")  # of the key's name, in presets/budget_serializers
+
+
+def _write_key_limits(
+    workspace: Workspace, name: str, changes: Mapping[str, Any], *, actor: str
+) -> None:
+    if "budget" in changes:
+        budget_services.set_key_budget(workspace, name, changes["budget"], actor=actor)
+    if "limits" in changes:
+        limits = changes["limits"] or LimitValues()  # null: none
+        budget_services.set_rate_limits(workspace, name, limits, actor=actor)
+
+
 @extend_schema_view(
     list=extend_schema(summary="List the workspace's API keys, newest first, with settings"),
     retrieve=extend_schema(summary="One API key with the settings of its name"),
     create=extend_schema(
         summary="Create an API key; the response holds its secret, this once",
-        request=ApiKeySerializer,
+        request=ApiKeyCreateSerializer,
         responses={201: IssuedApiKeyWithSettingsSerializer},
     ),
     partial_update=extend_schema(
-        summary="Rename a key, change its expiry, preset, allowed models or routes"
+        summary="Rename a key, change its expiry, preset, allowed models, routes, budget "
+        "or rate limits"
     ),
 )
 class ApiKeyWithSettingsViewSet(ApiKeyViewSet):
     """The workspace's API keys (`/v1` credentials), each shown with the settings of its
-    name (R-KEY-1, D-24): allowed model patterns, a preset, the routes tried in order and
-    the expiry `apply` gave the name. A key's secret is shown once, in the response that
-    created it; revoking is final and reaches every gateway within 2 s. A rename carries
-    the settings to the new name; it is refused when that name has settings of its own."""
+    name (R-KEY-1, D-24): allowed model patterns, a preset, the routes tried in order, the
+    expiry `apply` gave the name, its budget and its rate limits. A key's secret is shown
+    once, in the response that created it; revoking is final and reaches every gateway
+    within 2 s. A rename carries the settings, budgets and limits to the new name; it is
+    refused when that name has some of its own."""
 
     # Registered as `keys` in place of workspaces.views.ApiKeyViewSet (presets/urls.py).
-    # A key is created with name and expiry only; its settings are PATCHed (or written
-    # beforehand for its name, by `apply`).
+    # A key is created with name, expiry, budget and limits; its other settings are
+    # PATCHed (or written beforehand for its name, by `apply`).
 
     serializer_class = ApiKeyWithSettingsSerializer
     issued_serializer_class = IssuedApiKeyWithSettingsSerializer
 
     def get_serializer_class(self) -> type[BaseSerializer]:
         if self.action == "create":
-            return ApiKeySerializer  # the body of a create: name and expires_at
+            return ApiKeyCreateSerializer  # the body of a create
         return self.serializer_class
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
         if hasattr(self, "workspace"):  # not while drf-spectacular draws the schema
             context["key_settings"] = key_settings_by_name(self.workspace.pk)
+            context["key_budgets"] = key_budgets_by_name(self.workspace.pk)
+            context["key_limits"] = key_limits_by_name(self.workspace.pk)
         return context
+
+    def perform_create(self, body: BaseSerializer) -> CreatedKey:
+        limits = {f: body.validated_data[f] for f in KEY_LIMIT_FIELDS if f in body.validated_data}
+        with transaction.atomic():
+            created = super().perform_create(body)
+            _write_key_limits(self.workspace, created.api_key.name, limits, actor=self.actor)
+        return created
 
     def perform_update(self, key: ApiKey, body: BaseSerializer) -> ApiKey:
         changes = dict(body.validated_data)
         settings = {f: changes.pop(f) for f in preset_services.EDITABLE_SETTINGS if f in changes}
+        limits = {f: changes.pop(f) for f in KEY_LIMIT_FIELDS if f in changes}
         try:
-            return preset_services.update_key(key, changes, settings, actor=self.actor)
+            with transaction.atomic():  # a refusal below undoes the rename too
+                updated = preset_services.update_key(key, changes, settings, actor=self.actor)
+                if updated.name != key.name:
+                    budget_services.carry_to_new_name(
+                        self.workspace, key.name, updated.name, actor=self.actor
+                    )
+                _write_key_limits(self.workspace, updated.name, limits, actor=self.actor)
         except REFUSALS as exc:
             raise refusal(exc) from None
         except preset_services.SettingsInvalid as exc:
             raise invalid(str(exc), param=exc.problems[0].path) from None
-        except preset_services.SettingsNameTaken as exc:
+        except (preset_services.SettingsNameTaken, budget_services.LimitsNameTaken) as exc:
             raise invalid(f"name: {exc}", param="name", code="settings_name_taken") from None
+        return updated

@@ -20,6 +20,7 @@ LIMIT_KEYS = ("requests_per_minute", "tokens_per_minute", "concurrent")
 BUDGET_PERIODS = ("daily", "weekly", "monthly")
 MAX_BUDGET_USD = 1e12  # as micro-dollars still far inside a BigIntegerField
 MAX_ALERTS = 10
+MICRO_DIGITS = 6  # money is integer micro-dollars
 MAX_TOKENS_PER_MINUTE = 10**15  # a PositiveBigIntegerField
 
 
@@ -42,6 +43,8 @@ def parse_budgets(workspace: Fields) -> tuple[BudgetSpec, ...] | None:
 def parse_budget(fields: Fields) -> BudgetSpec:
     period = fields.choice("period", BUDGET_PERIODS)
     usd = fields.number("usd", maximum=MAX_BUDGET_USD)
+    if usd and Decimal(str(usd)).as_tuple().exponent < -MICRO_DIGITS:  # type: ignore[operator]
+        fields.error("usd", f"must have at most {MICRO_DIGITS} decimal places (micro-dollars)")
     alerts = []
     for path, value in fields.items("alerts", default=()):
         is_fraction = isinstance(value, int | float) and not isinstance(value, bool)

@@ -36,7 +36,7 @@ from gateway.state.snapshot_types import (
 )
 from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Model, Provider, VirtualModel
-from workspaces.models import ApiKey, Policy, ProviderCredential, Workspace
+from workspaces.models import ApiKey, Budget, Policy, ProviderCredential, RateLimit, Workspace
 
 __all__ = [
     "CONFIG_MODELS", "CredentialEntry", "KeyEntry", "ModelEntry", "ProviderEntry", "Snapshot",
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 CONFIG_MODELS: tuple[type[models.Model], ...] = (
     Workspace, ApiKey, ProviderCredential, Policy, Provider, Model, Endpoint, VirtualModel,
-    Preset, KeySettings, Route,
+    Preset, KeySettings, Route, Budget, RateLimit,
 )  # fmt: skip
 
 

@@ -1,5 +1,5 @@
-"""`GET /api/v1/schema/` (SPEC R-MGT-1) describes the presets, routes and key-settings
-resources with their real request and response shapes."""
+"""`GET /api/v1/schema/` (SPEC R-MGT-1) describes the presets, routes, key-settings,
+budgets and rate-limits resources with their real request and response shapes."""
 
 from __future__ import annotations
 
@@ -49,6 +49,9 @@ def test_the_new_paths_and_their_methods_are_listed(schema):
         f"{WS}/routes/{{slug}}/replay": {"post"},
         f"{WS}/credentials": {"get", "post"},
         f"{WS}/credentials/{{provider}}": {"get", "put", "delete"},
+        f"{WS}/budgets": {"get", "post"},
+        f"{WS}/budgets/{{id}}": {"delete"},
+        f"{WS}/limits": {"get", "put"},
     }
     assert methods[f"{WS}/keys"] == {"get", "post"}
     assert methods[f"{WS}/keys/{{id}}"] == {"get", "patch", "delete"}
@@ -112,11 +115,43 @@ def test_a_key_shows_its_settings_and_patch_takes_them(schema):
     components = schema["components"]["schemas"]
     keys = schema["paths"][f"{WS}/keys"]
     # then
-    settings = {"allowed_models", "preset", "routes", "settings_expires_at"}
+    settings = {"allowed_models", "preset", "routes", "settings_expires_at", "budget", "limits"}
     assert settings <= set(components["ApiKey"]["properties"])
     assert settings <= set(components["IssuedApiKey"]["properties"])
     assert set(components["PatchedApiKeyRequest"]["properties"]) == {
-        "name", "expires_at", "allowed_models", "preset", "routes",
+        "name", "expires_at", "allowed_models", "preset", "routes", "budget", "limits",
     }  # fmt: skip
-    assert body_of(keys["post"]) == "#/components/schemas/ApiKeyRequest"
-    assert set(components["ApiKeyRequest"]["properties"]) == {"name", "expires_at"}
+    assert body_of(keys["post"]) == "#/components/schemas/ApiKeyCreateRequest"
+    assert set(components["ApiKeyCreateRequest"]["properties"]) == {
+        "name", "expires_at", "budget", "limits",
+    }  # fmt: skip
+    budget = components["ApiKey"]["properties"]["budget"]
+    assert (budget["allOf"], budget["nullable"]) == ([{"$ref": "#/components/schemas/BudgetRule"}],
+                                                     True)  # fmt: skip
+
+
+def test_budgets_and_limits_have_their_shapes(schema):
+    # given
+    components = schema["components"]["schemas"]
+    budgets = schema["paths"][f"{WS}/budgets"]
+    limits = schema["paths"][f"{WS}/limits"]
+    configured = {"id", "source", "scope", "key_name", "period", "usd", "alerts"}
+    spending = {"spent_usd", "reserved_usd", "remaining_usd", "requests", "period_start",
+                "resets_at"}  # fmt: skip
+    limit_fields = {"requests_per_minute", "tokens_per_minute", "concurrent"}
+    # then
+    assert answer_of(budgets["get"])["items"] == {"$ref": "#/components/schemas/BudgetStatus"}
+    assert set(components["BudgetStatus"]["properties"]) == configured | spending
+    assert "503" in budgets["get"]["responses"]
+    assert body_of(budgets["post"]) == "#/components/schemas/BudgetBodyRequest"
+    assert set(components["BudgetBodyRequest"]["properties"]) == {
+        "key_name", "period", "usd", "alerts",
+    }  # fmt: skip
+    assert components["BudgetBodyRequest"]["required"] == ["period", "usd"]
+    assert answer_of(budgets["post"], "201") == {"$ref": "#/components/schemas/Budget"}
+    assert set(components["Budget"]["properties"]) == configured
+    assert answer_of(limits["get"])["items"] == {"$ref": "#/components/schemas/RateLimit"}
+    assert set(components["RateLimit"]["properties"]) == {"scope", "key_name"} | limit_fields
+    assert body_of(limits["put"]) == "#/components/schemas/RateLimitBodyRequest"
+    assert set(components["RateLimitBodyRequest"]["properties"]) == {"key_name"} | limit_fields
+    assert "required" not in components["RateLimitBodyRequest"]

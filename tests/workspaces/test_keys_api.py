@@ -49,6 +49,8 @@ def test_create_returns_the_key_once_with_its_secret(workspace, owner):
         "preset": None,
         "routes": [],
         "settings_expires_at": None,
+        "budget": None,
+        "limits": None,
         "key": body["key"],
     }
     lookup_id, secret = split_key(body["key"])

@@ -48,9 +48,11 @@ def test_create_takes_name_and_expiry_and_answers_with_the_secret(schema):
     components = schema["components"]["schemas"]
     # then
     body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-    assert body == "#/components/schemas/ApiKeyRequest"
-    assert set(components["ApiKeyRequest"]["properties"]) == {"name", "expires_at"}
-    assert "required" not in components["ApiKeyRequest"]
+    assert body == "#/components/schemas/ApiKeyCreateRequest"
+    assert set(components["ApiKeyCreateRequest"]["properties"]) == {
+        "name", "expires_at", "budget", "limits",
+    }  # fmt: skip
+    assert "required" not in components["ApiKeyCreateRequest"]
     created = post["responses"]["201"]["content"]["application/json"]["schema"]["$ref"]
     assert created == "#/components/schemas/IssuedApiKey"
     assert "key" in components["IssuedApiKey"]["required"]
@@ -62,7 +64,7 @@ def test_a_key_as_shown_holds_no_secret(schema):
     # then
     assert set(shown) == {
         "id", "name", "prefix", "status", "created_at", "expires_at", "revoked_at",
-        "allowed_models", "preset", "routes", "settings_expires_at",
+        "allowed_models", "preset", "routes", "settings_expires_at", "budget", "limits",
     }  # fmt: skip
     status = schema["components"]["schemas"]["ApiKeyStatus"]
     assert shown["status"] == {
@@ -85,6 +87,8 @@ def test_patch_takes_name_and_expiry_all_optional(schema):
         "allowed_models",
         "preset",
         "routes",
+        "budget",
+        "limits",
     }
     assert "required" not in patched
 
