@@ -11,7 +11,6 @@ the values `workspaces.budget_services` writes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
 
 from rest_framework import serializers
@@ -26,7 +25,7 @@ from gateway.config.budgets import (
     parse_budget,
     parse_limits,
 )
-from gateway.config.fields import DECIMAL_PLACES, Fields, Issues, is_number
+from gateway.config.fields import Fields, Issues
 from workspaces.budget_models import KEY_NAME_CHARS, Budget, RateLimit
 from workspaces.budget_services import BudgetValues, LimitValues
 
@@ -59,15 +58,6 @@ def _key_name(fields: Fields) -> str:
     return name
 
 
-def _check_decimals(fields: Fields, problems: _Problems) -> None:
-    """A cap is whole micro-dollars: refuse what `apply` would round."""
-    usd = fields.raw.get("usd")
-    if "usd" in problems.found or not is_number(usd):
-        return
-    if Decimal(str(usd)).as_tuple().exponent < -DECIMAL_PLACES:  # type: ignore[operator]
-        fields.error("usd", f"must have at most {DECIMAL_PLACES} decimal places")
-
-
 def micros_as_usd(micros: int) -> float:
     return micros / MICROS_PER_USD
 
@@ -93,7 +83,6 @@ class BudgetRuleSerializer(serializers.Serializer):
         problems = _Problems()
         fields = Fields(data, "", problems, (*self.extra_keys, *BUDGET_KEYS))
         spec = parse_budget(fields)
-        _check_decimals(fields, problems)
         values = BudgetValues(spec.period, spec.limit_micros, spec.alerts)
         extra = self.read_extra(fields)
         problems.raise_if_any()

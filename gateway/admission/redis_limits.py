@@ -18,6 +18,7 @@ of one request go to one server: a Redis Cluster would need them under one hash 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import redis.asyncio as redis
 from redis.commands.core import AsyncScript
@@ -31,6 +32,7 @@ from gateway.admission.limits import (
     LimitSpec,
     LimitStoreUnavailable,
     LimitVerdict,
+    PlannedCheck,
     plan_checks,
     verdict,
 )
@@ -160,20 +162,25 @@ class RedisLimiter:
     async def acquire(
         self, specs: Sequence[LimitSpec], *, tokens: int, lease: str, now: float
     ) -> LimitVerdict:
+        call, planned = self.acquire_call(specs, tokens=tokens, lease=lease)
+        try:
+            reply = await self._acquire(keys=call[0], args=call[1])
+        except REDIS_ERRORS as error:
+            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
+        return acquired(reply, planned)
+
+    def acquire_call(
+        self, specs: Sequence[LimitSpec], *, tokens: int, lease: str
+    ) -> tuple[tuple[list[str], list[str | int]], list[PlannedCheck]]:
+        """The acquire script's (keys, args), and the checks its reply answers, for a
+        caller that sends it in a pipeline with other commands (gateway/admission/
+        admitter.py)."""
         planned = plan_checks(specs, tokens=tokens)
         keys = [self._lease_key(lease)] + [self._key(p.scope, p.kind) for p in planned]
         args: list[str | int] = [lease, self.lease_ttl_ms]
         for one in planned:
             args += [one.kind.value, one.limit, one.cost]
-        try:
-            reply = await self._acquire(keys=keys, args=args)
-        except REDIS_ERRORS as error:
-            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
-        results = [
-            CheckResult(one, bool(int(reply[1 + 2 * i])), float(reply[2 + 2 * i]))
-            for i, one in enumerate(planned)
-        ]
-        return verdict(results)
+        return (keys, args), planned
 
     async def release(
         self,
@@ -184,6 +191,17 @@ class RedisLimiter:
         tokens_used: int,
         now: float,
     ) -> None:
+        keys, args = self.release_call(specs, lease=lease, tokens_reserved=tokens_reserved,
+                                       tokens_used=tokens_used)  # fmt: skip
+        try:
+            await self._release(keys=keys, args=args)
+        except REDIS_ERRORS as error:
+            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
+
+    def release_call(
+        self, specs: Sequence[LimitSpec], *, lease: str, tokens_reserved: int, tokens_used: int
+    ) -> tuple[list[str], list[str | int]]:
+        """The release script's (keys, args)."""
         keys = [self._lease_key(lease)]
         args: list[str | int] = [lease, tokens_used - tokens_reserved]
         for spec in specs:
@@ -193,13 +211,24 @@ class RedisLimiter:
             if spec.concurrent is not None:
                 keys.append(self._key(spec.scope, Kind.CONCURRENT))
                 args += [Kind.CONCURRENT.value, spec.concurrent]
-        try:
-            await self._release(keys=keys, args=args)
-        except REDIS_ERRORS as error:
-            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
+        return keys, args
+
+    @property
+    def scripts(self) -> tuple[AsyncScript, AsyncScript]:
+        """(acquire, release), to run in a caller's pipeline."""
+        return self._acquire, self._release
 
     def _key(self, scope: str, kind: Kind) -> str:
         return f"{self.prefix}:limit:{scope}:{kind.value}"
 
     def _lease_key(self, lease: str) -> str:
         return f"{self.prefix}:lease:{lease}"
+
+
+def acquired(reply: Sequence[Any], planned: Sequence[PlannedCheck]) -> LimitVerdict:
+    """The verdict of an acquire script's reply."""
+    results = [
+        CheckResult(one, bool(int(reply[1 + 2 * i])), float(reply[2 + 2 * i]))
+        for i, one in enumerate(planned)
+    ]
+    return verdict(results)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio as redis
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from gateway.admission.budget_store import (
@@ -137,6 +138,15 @@ class RedisBudgetStore:
         return cls(redis.Redis(connection_pool=shared_pool(url)), ledger, prefix)
 
     async def reserve(self, hold: Hold) -> Verdict:
+        keys, args = self.reserve_call(hold)
+        for _ in range(MAX_REBUILDS):
+            verdict = await self.reserved(hold, await self._call(self._reserve, keys, args))
+            if verdict is not None:
+                return verdict
+        raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
+
+    def reserve_call(self, hold: Hold) -> tuple[list[str], list[Any]]:
+        """The reserve script's (keys, args), for a caller that pipelines it."""
         keys = [self.keys + c.counter for c in hold.charges]
         names = [c.counter for c in hold.charges]
         record = json.dumps(
@@ -145,31 +155,44 @@ class RedisBudgetStore:
         args: list[Any] = [hold.amount_micros, hold.request_id, hold.expires_at, record]
         for charge in hold.charges:
             args += [charge.cap_micros, int(charge.reset_at) + KEEP_AFTER_PERIOD_S]
-        for _ in range(MAX_REBUILDS):
-            reply = await self._call(self._reserve, keys, args)
-            status = _text(reply[0])
-            if status == "missing":
-                await self._rebuild_counters([hold.charges[int(i) - 1] for i in reply[1:]])
-                continue
-            used = (
-                [int(u) for u in reply[2:]] if status == "refused" else [int(u) for u in reply[1:]]
-            )
-            remaining = tightest(hold.charges, used)
-            if status == "refused":
-                return Verdict(False, remaining, hold.charges[int(reply[1]) - 1])
-            return Verdict(True, remaining)
-        raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
+        return keys, args
+
+    async def reserved(self, hold: Hold, reply: Sequence[Any]) -> Verdict | None:
+        """The verdict of a reserve script's reply; None when counters were missing — they
+        are rebuilt from the ledger, and the script must run again."""
+        status = _text(reply[0])
+        if status == "missing":
+            await self._rebuild_counters([hold.charges[int(i) - 1] for i in reply[1:]])
+            return None
+        used = [int(u) for u in reply[2 if status == "refused" else 1 :]]
+        remaining = tightest(hold.charges, used)
+        if status == "refused":
+            return Verdict(False, remaining, hold.charges[int(reply[1]) - 1])
+        return Verdict(True, remaining)
 
     async def settle(self, hold: Hold, cost_micros: int, now: float) -> Settled | None:
+        keys, args = self.settle_call(hold, cost_micros)
+        return self.settled(hold, cost_micros, now, await self._call(self._settle, keys, args))
+
+    def settle_call(self, hold: Hold, cost_micros: int) -> tuple[list[str], list[Any]]:
         keys = [self.keys + c.counter for c in hold.charges]
-        after = await self._call(self._settle, keys, [hold.amount_micros, cost_micros,
-                                                       hold.request_id, ""])  # fmt: skip
+        return keys, [hold.amount_micros, cost_micros, hold.request_id, ""]
+
+    def settled(
+        self, hold: Hold, cost_micros: int, now: float, after: Sequence[Any]
+    ) -> Settled | None:
+        """A settle script's reply, recorded in the ledger."""
         if not after:
             return None  # settled already, or swept (charged whole, in the ledger)
         self.ledger.record(ledger_entries(hold, cost_micros, "settled", now))
         names = [c.counter for c in hold.charges]
         spent = dict(zip(names, (int(a) for a in after), strict=True))
         return Settled({n: spent[n] - cost_micros for n in names}, spent)
+
+    @property
+    def scripts(self) -> tuple[AsyncScript, AsyncScript]:
+        """(reserve, settle), to run in a caller's pipeline."""
+        return self._reserve, self._settle
 
     async def read(self, counters: Sequence[str]) -> dict[str, CounterState]:
         try:

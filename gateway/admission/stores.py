@@ -12,6 +12,7 @@ from typing import Any
 
 import redis.asyncio as redis
 
+from gateway.admission.admitter import Admitter, RedisAdmitter, StoreAdmitter
 from gateway.admission.budget_store import BudgetStore, MemoryBudgetStore
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
@@ -28,6 +29,7 @@ class AdmissionStores:
     ledger: Ledger
     budgets: BudgetStore
     limits: LimitStore
+    admitter: Admitter  # takes and gives back both at once
 
 
 def choose_kind(configured: str, redis_url: str, database_vendor: str) -> str:
@@ -50,10 +52,10 @@ def create_stores(
         if not redis_url:
             raise ValueError("SWITCHYARD_ADMISSION_STORE=redis needs REDIS_URL")
         client = redis.Redis(connection_pool=shared_pool(redis_url))  # one pool for both
-        budgets: BudgetStore = RedisBudgetStore(client, ledger, prefix)
-        limits: LimitStore = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
-    elif kind == "database":
-        budgets, limits = DatabaseBudgetStore(run_sync), MemoryLimiter(lease_ttl_s=lease_ttl_s)
-    else:
-        budgets, limits = MemoryBudgetStore(ledger), MemoryLimiter(lease_ttl_s=lease_ttl_s)
-    return AdmissionStores(kind, ledger, budgets, limits)
+        in_redis = RedisBudgetStore(client, ledger, prefix)
+        limiter = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
+        return AdmissionStores(kind, ledger, in_redis, limiter, RedisAdmitter(limiter, in_redis))
+    budgets: BudgetStore
+    budgets = DatabaseBudgetStore(run_sync) if kind == "database" else MemoryBudgetStore(ledger)
+    limits = MemoryLimiter(lease_ttl_s=lease_ttl_s)
+    return AdmissionStores(kind, ledger, budgets, limits, StoreAdmitter(limits, budgets))

@@ -44,7 +44,7 @@ def parse_budget(fields: Fields) -> BudgetSpec:
     period = fields.choice("period", BUDGET_PERIODS)
     usd = fields.number("usd", maximum=MAX_BUDGET_USD)
     if usd and Decimal(str(usd)).as_tuple().exponent < -MICRO_DIGITS:  # type: ignore[operator]
-        fields.error("usd", f"must have at most {MICRO_DIGITS} decimal places (micro-dollars)")
+        fields.error("usd", f"must have at most {MICRO_DIGITS} decimal places")
     alerts = []
     for path, value in fields.items("alerts", default=()):
         is_fraction = isinstance(value, int | float) and not isinstance(value, bool)

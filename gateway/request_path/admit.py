@@ -23,6 +23,7 @@ from typing import Any
 
 from gateway import metrics
 from gateway.admission import settling
+from gateway.admission.admitter import GiveBack
 from gateway.admission.budget_store import BudgetStoreUnavailable, Hold, Settled
 from gateway.admission.budgets import (
     BudgetRule,
@@ -84,19 +85,16 @@ class Admission:
 
     async def _settle(self, cost_micros: int, tokens_used: int, now: float) -> None:
         assert self.stores is not None
+        back = GiveBack(self.limits, self.lease, self.tokens_reserved, tokens_used, self.hold,
+                        cost_micros, now)  # fmt: skip
         try:
-            if self.limits:
-                await self.stores.limits.release(
-                    self.limits, lease=self.lease, tokens_reserved=self.tokens_reserved,
-                    tokens_used=tokens_used, now=now,
-                )  # fmt: skip
-            if self.hold is not None:
-                settled = await self.stores.budgets.settle(self.hold, cost_micros, now)
-                if settled is not None:
-                    await _alert(self.hold, settled)
+            settled = await self.stores.admitter.give_back(back)
         except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
             # The reservation stays open; the sweeper charges it in full after it expires.
             log.error("settling request %s failed (%s); the sweeper will", self.lease, error)
+            return
+        if settled is not None and self.hold is not None:
+            await _alert(self.hold, settled)
 
 
 NOTHING = Admission()
@@ -115,21 +113,28 @@ async def admit(
     tokens = routing.input_tokens + routing.output_tokens
     admission = Admission(stores, limits=limits, tokens_reserved=tokens,
                           input_tokens=routing.input_tokens, lease=request_id)  # fmt: skip
+    hold = _hold(caller, rules, models, admission, deadline_s) if rules else None
     try:
-        if limits:
-            verdict = await stores.limits.acquire(limits, tokens=tokens, lease=request_id, now=now)
-            if not verdict.admitted:
-                admission.settled = True
-                metrics.ADMISSION_REFUSALS.labels("rate_limited").inc()
-                raise ApiError(429, _limit_message(verdict.refused), code="rate_limited",
-                               headers={**verdict.headers,
-                                        "Retry-After": str(verdict.retry_after_s)})  # fmt: skip
-            admission.headers.update(verdict.headers)
-        if rules:
-            await _reserve(admission, caller, rules, models, deadline_s)
+        taken = await stores.admitter.take(limits, tokens, request_id, hold, now)
     except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
-        admission.settle(0, 0, now)  # give back whatever was taken before the failure
         raise _unavailable() from error
+    if taken.limits is not None:
+        if not taken.limits.admitted:
+            metrics.ADMISSION_REFUSALS.labels("rate_limited").inc()
+            raise ApiError(429, _limit_message(taken.limits.refused), code="rate_limited",
+                           headers={**taken.limits.headers,
+                                    "Retry-After": str(taken.limits.retry_after_s)})  # fmt: skip
+        admission.headers.update(taken.limits.headers)
+    if taken.budget is not None:
+        remaining = {BUDGET_HEADER: usd(taken.budget.remaining_micros)}
+        if not taken.budget.admitted:
+            assert taken.budget.refused is not None
+            assert hold is not None
+            metrics.ADMISSION_REFUSALS.labels("budget_exceeded").inc()
+            raise ApiError(402, _budget_message(taken.budget.refused, hold.amount_micros),
+                           code="budget_exceeded", headers=remaining)  # fmt: skip
+        admission.hold = hold
+        admission.headers.update(remaining)
     return admission
 
 
@@ -140,28 +145,16 @@ def _unavailable() -> ApiError:
                     headers={"Retry-After": "1"})  # fmt: skip
 
 
-async def _reserve(
-    admission: Admission, caller: Caller, rules: tuple[BudgetRule, ...],
-    models: Iterable[str | None], deadline_s: float,
-) -> None:  # fmt: skip
-    assert admission.stores is not None
+def _hold(
+    caller: Caller, rules: tuple[BudgetRule, ...], models: Iterable[str | None],
+    admission: Admission, deadline_s: float,
+) -> Hold:  # fmt: skip
+    """The reservation: the worst case (R-BEY-8) on every counter of `rules`."""
     now = caller.started_at
-    endpoints = _reachable(caller, models)
-    amount = worst_case_micros(admission.input_tokens, admission.tokens_reserved
-                               - admission.input_tokens, endpoints)  # fmt: skip
-    owed = charges(rules, now)
-    hold = Hold(str(caller.trace_id), caller.workspace.id, owed, amount, now + deadline_s
-                + SETTLE_MARGIN_S)  # fmt: skip
-    verdict = await admission.stores.budgets.reserve(hold)
-    remaining = {BUDGET_HEADER: usd(verdict.remaining_micros)}
-    if not verdict.admitted:
-        admission.settle(0, 0, now)  # the rate limits taken above go back
-        assert verdict.refused is not None
-        metrics.ADMISSION_REFUSALS.labels("budget_exceeded").inc()
-        raise ApiError(402, _budget_message(verdict.refused, amount), code="budget_exceeded",
-                       headers=remaining)  # fmt: skip
-    admission.hold = hold
-    admission.headers.update(remaining)
+    output = admission.tokens_reserved - admission.input_tokens
+    amount = worst_case_micros(admission.input_tokens, output, _reachable(caller, models))
+    return Hold(str(caller.trace_id), caller.workspace.id, charges(rules, now), amount,
+                now + deadline_s + SETTLE_MARGIN_S)  # fmt: skip
 
 
 async def with_route_usage(

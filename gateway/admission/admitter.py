@@ -1,0 +1,201 @@
+"""Taking a request's rate limits and budget reservation together, and giving back what it
+did not use (the admit step's two store calls; gateway/request_path/admit.py).
+
+`take` is all or nothing across both: limits are taken first, and when the budget then
+refuses, the limits go back. `StoreAdmitter` calls the stores one after the other (the
+in-process and database stores, where a call is a lock or a transaction). `RedisAdmitter`
+sends both scripts in one round trip, and gives back in batches: the settlements of the
+requests that end within `SETTLE_BATCH_S` of each other share one pipeline. On this
+machine a Redis call costs ~150 µs of CPU in the client whatever it carries, so four
+calls a request (acquire, reserve, release, settle) cost more than the request's whole
+routing; this is one and a fraction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
+
+from gateway.admission.budget_store import (
+    BudgetStore,
+    BudgetStoreUnavailable,
+    Hold,
+    Settled,
+    Verdict,
+)
+from gateway.admission.limit_store import LimitStore
+from gateway.admission.limits import LimitSpec, LimitVerdict
+from gateway.admission.redis_limits import RedisLimiter, acquired
+from gateway.admission.redis_store import REDIS_ERRORS, RedisBudgetStore
+
+log = logging.getLogger(__name__)
+SETTLE_BATCH_S = 0.005  # settlements wait at most this long for company
+SETTLE_BATCH_MAX = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    limits: LimitVerdict | None  # None: no limit applied
+    budget: Verdict | None  # None: no budget applied, or the limits refused first
+
+    @property
+    def admitted(self) -> bool:
+        return all(v is None or v.admitted for v in (self.limits, self.budget))
+
+
+@dataclass(frozen=True, slots=True)
+class GiveBack:
+    """What an admitted request returns when it ends."""
+
+    limits: tuple[LimitSpec, ...]
+    lease: str
+    tokens_reserved: int
+    tokens_used: int
+    hold: Hold | None
+    cost_micros: int
+    now: float
+
+
+class Admitter(Protocol):
+    async def take(
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None, now: float
+    ) -> Taken: ...
+
+    async def give_back(self, back: GiveBack) -> Settled | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoreAdmitter:
+    limiter: LimitStore
+    budgets: BudgetStore
+
+    async def take(
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None, now: float
+    ) -> Taken:
+        verdict = None
+        if limits:
+            verdict = await self.limiter.acquire(limits, tokens=tokens, lease=lease, now=now)
+            if not verdict.admitted:
+                return Taken(verdict, None)
+        budget = await self.budgets.reserve(hold) if hold is not None else None
+        if budget is not None and not budget.admitted and limits:
+            await self.limiter.release(limits, lease=lease, tokens_reserved=tokens,
+                                       tokens_used=0, now=now)  # fmt: skip
+        return Taken(verdict, budget)
+
+    async def give_back(self, back: GiveBack) -> Settled | None:
+        if back.limits:
+            await self.limiter.release(back.limits, lease=back.lease,
+                                       tokens_reserved=back.tokens_reserved,
+                                       tokens_used=back.tokens_used, now=back.now)  # fmt: skip
+        if back.hold is None:
+            return None
+        return await self.budgets.settle(back.hold, back.cost_micros, back.now)
+
+
+@dataclass
+class RedisAdmitter:
+    limiter: RedisLimiter
+    budgets: RedisBudgetStore
+    _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)
+    _flushing: asyncio.Task[None] | None = None
+
+    async def take(
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None, now: float
+    ) -> Taken:
+        acquire, _release = self.limiter.scripts
+        reserve, _settle = self.budgets.scripts
+        calls: list[tuple[AsyncScript, tuple[list[str], list[Any]]]] = []
+        planned: list[Any] = []
+        if limits:
+            call, planned = self.limiter.acquire_call(limits, tokens=tokens, lease=lease)
+            calls.append((acquire, call))
+        if hold is not None:
+            calls.append((reserve, self.budgets.reserve_call(hold)))
+        replies = await self._pipelined(calls)
+        limit = acquired(replies.pop(0), planned) if limits else None
+        budget = None
+        if hold is not None:
+            budget = await self.budgets.reserved(hold, replies[0])
+            if budget is None:  # counters were missing (a new period, a flush): rebuilt
+                budget = await self.budgets.reserve(hold)
+        if limit is not None and not limit.admitted and budget is not None and budget.admitted:
+            await self.budgets.settle(hold, 0, now)  # type: ignore[arg-type]
+            return Taken(limit, None)
+        if budget is not None and not budget.admitted and limit is not None and limit.admitted:
+            await self.limiter.release(limits, lease=lease, tokens_reserved=tokens,
+                                       tokens_used=0, now=now)  # fmt: skip
+        return Taken(limit, budget)
+
+    async def give_back(self, back: GiveBack) -> Settled | None:
+        done: asyncio.Future[Settled | None] = asyncio.get_running_loop().create_future()
+        self._queue.append((back, done))
+        if len(self._queue) >= SETTLE_BATCH_MAX:
+            await self._flush()
+        elif self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_soon())
+        return await done
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(SETTLE_BATCH_S)
+        while self._queue:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        batch, self._queue = self._queue[:SETTLE_BATCH_MAX], self._queue[SETTLE_BATCH_MAX:]
+        _acquire, release = self.limiter.scripts
+        _reserve, settle = self.budgets.scripts
+        calls: list[tuple[AsyncScript, tuple[list[str], list[Any]]]] = []
+        for back, _ in batch:
+            if back.limits:
+                calls.append((release, self.limiter.release_call(
+                    back.limits, lease=back.lease, tokens_reserved=back.tokens_reserved,
+                    tokens_used=back.tokens_used,
+                )))  # fmt: skip
+            if back.hold is not None:
+                calls.append((settle, self.budgets.settle_call(back.hold, back.cost_micros)))
+        try:
+            replies = iter(await self._pipelined(calls))
+        except BudgetStoreUnavailable as failure:
+            for _, done in batch:
+                done.set_exception(failure)
+            return
+        for back, done in batch:
+            if back.limits:
+                next(replies)
+            settled = None
+            if back.hold is not None:
+                settled = self.budgets.settled(back.hold, back.cost_micros, back.now,
+                                               next(replies))  # fmt: skip
+            done.set_result(settled)
+
+    async def _pipelined(
+        self, calls: Sequence[tuple[AsyncScript, tuple[list[str], list[Any]]]]
+    ) -> list[Any]:
+        """Each script call's reply, all in one round trip. By sha, not through redis-py's
+        Script objects, which would ask Redis whether the scripts exist on every pipeline
+        (a second round trip); a Redis that lost them (a restart) gets them again."""
+        for attempt in range(2):
+            try:
+                async with self.budgets.client.pipeline(transaction=False) as pipe:
+                    for script, (keys, args) in calls:
+                        pipe.evalsha(script.sha, len(keys), *keys, *args)
+                    replies = await pipe.execute(raise_on_error=False)
+            except REDIS_ERRORS as error:
+                raise BudgetStoreUnavailable(str(error)) from error
+            missing = {s for (s, _), r in zip(calls, replies, strict=True)
+                       if isinstance(r, NoScriptError)}  # fmt: skip
+            failed = next((r for r in replies if isinstance(r, Exception)), None)
+            if not missing and failed is None:
+                return list(replies)
+            if not missing or attempt:
+                raise BudgetStoreUnavailable(str(failed or "scripts would not load"))
+            for script in missing:
+                script.sha = await self.budgets.client.script_load(script.script)
+        raise AssertionError("unreachable")  # pragma: no cover
