@@ -152,12 +152,15 @@ class RedisAdmitter:
         _acquire, release = self.limiter.scripts
         _reserve, settle = self.budgets.scripts
         calls: list[tuple[AsyncScript, tuple[list[str], list[Any]]]] = []
+        releases = []
         for back, _ in batch:
-            if back.limits:
-                calls.append((release, self.limiter.release_call(
-                    back.limits, lease=back.lease, tokens_reserved=back.tokens_reserved,
-                    tokens_used=back.tokens_used,
-                )))  # fmt: skip
+            keys, args = self.limiter.release_call(
+                back.limits, lease=back.lease, tokens_reserved=back.tokens_reserved,
+                tokens_used=back.tokens_used,
+            )  # fmt: skip
+            releases.append(len(keys) > 1)  # requests-per-minute alone: nothing to give back
+            if releases[-1]:
+                calls.append((release, (keys, args)))
             if back.hold is not None:
                 calls.append((settle, self.budgets.settle_call(back.hold, back.cost_micros)))
         try:
@@ -166,8 +169,8 @@ class RedisAdmitter:
             for _, done in batch:
                 done.set_exception(failure)
             return
-        for back, done in batch:
-            if back.limits:
+        for (back, done), released in zip(batch, releases, strict=True):
+            if released:
                 next(replies)
             settled = None
             if back.hold is not None:

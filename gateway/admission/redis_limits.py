@@ -69,9 +69,10 @@ ACQUIRE_LUA = (
         + """
 local lease, ttl_ms = ARGV[1], tonumber(ARGV[2])
 local n = #KEYS - 1
-local before, passes, all = {}, {}, true
+local before, passes, all, held = {}, {}, true, false
 for i = 1, n do
   local key, kind = KEYS[i + 1], ARGV[3 * i]
+  held = held or kind ~= 'requests'  -- only tokens and leases have anything to give back
   local limit, cost = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   if kind == 'concurrent' then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now * 1000)
@@ -96,7 +97,7 @@ if all then
       store(key, before[i] + cost, limit)
     end
   end
-  redis.call('SET', KEYS[1], '1', 'PX', ttl_ms)
+  if held then redis.call('SET', KEYS[1], '1', 'PX', ttl_ms) end
 end
 local reply = {all and 1 or 0}
 for i = 1, n do
@@ -201,7 +202,8 @@ class RedisLimiter:
     def release_call(
         self, specs: Sequence[LimitSpec], *, lease: str, tokens_reserved: int, tokens_used: int
     ) -> tuple[list[str], list[str | int]]:
-        """The release script's (keys, args)."""
+        """The release script's (keys, args); only the lease key when there is nothing to
+        give back (requests-per-minute limits alone), and the call can be skipped."""
         keys = [self._lease_key(lease)]
         args: list[str | int] = [lease, tokens_used - tokens_reserved]
         for spec in specs:
