@@ -12,6 +12,7 @@ the tightest cap refusing. Money is integer micro-dollars. Pure: no I/O, `now` p
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -51,8 +52,18 @@ def key_scope(workspace_id: int, key_name: str) -> str:
 
 
 def counter_name(scope: str, period: str, now: float) -> str:
-    start, _end = period_bounds(period, now)
+    start, _end = bounds(period, now)
     return f"{scope}:{period}:{int(start)}"
+
+
+def bounds(period: str, now: float) -> tuple[float, float]:
+    """`period_bounds`, worked out once a minute: every period starts on a minute."""
+    return _minute_bounds(period, int(now // 60))
+
+
+@functools.lru_cache(maxsize=64)
+def _minute_bounds(period: str, minute: int) -> tuple[float, float]:
+    return period_bounds(period, minute * 60.0)
 
 
 def charges(rules: Iterable[BudgetRule], now: float) -> tuple[Charge, ...]:
@@ -63,7 +74,7 @@ def charges(rules: Iterable[BudgetRule], now: float) -> tuple[Charge, ...]:
     for rule in rules:
         counter = counter_name(rule.scope, rule.period, now)
         grouped.setdefault(counter, []).append(rule)
-        ends[counter] = period_bounds(rule.period, now)[1]
+        ends[counter] = bounds(rule.period, now)[1]
     return tuple(
         Charge(counter, min(r.limit_micros for r in found), ends[counter], tuple(found))
         for counter, found in sorted(grouped.items())

@@ -24,6 +24,7 @@ from workspaces.models import SpendEntry
 
 log = logging.getLogger(__name__)
 MAX_PENDING = 100_000  # entries; beyond this the oldest are dropped, loudly
+ROWS_PER_STATEMENT = 150  # 6 parameters a row: well inside SQLite's 999 and PostgreSQL's
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,20 +88,27 @@ class Ledger:
 
 
 def write_entries(entries: Sequence[Entry]) -> None:
-    """One statement for the batch, skipping rows already there (a retry, a late
-    settlement after the sweeper's). Raw SQL: the ORM's bulk_create spends more building
-    model instances than the database spends storing them, on every request's row."""
-    table, ops = SpendEntry._meta.db_table, connection.ops
-    columns = "request_id, counter, workspace_id, cost_micros, kind, at"
-    rows = [(e.request_id, e.counter, e.workspace_id, e.cost_micros, e.kind,
-             ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC)))
-            for e in entries]  # fmt: skip
+    """One statement per `ROWS_PER_STATEMENT` rows, skipping rows already there (a retry,
+    a late settlement after the sweeper's). Raw SQL: the ORM's bulk_create (and even a
+    cursor's executemany) spent more per row than the database spends storing it."""
+    table, ops = ops_table(), connection.ops
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {ops.quote_name(table)} ({columns}) VALUES (%s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT DO NOTHING",
-            rows,
-        )
+        for start in range(0, len(entries), ROWS_PER_STATEMENT):
+            chunk = entries[start : start + ROWS_PER_STATEMENT]
+            params: list[object] = []
+            for e in chunk:
+                at = ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC))
+                params += [e.request_id, e.counter, e.workspace_id, e.cost_micros, e.kind, at]
+            values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk))
+            cursor.execute(
+                f"INSERT INTO {table} (request_id, counter, workspace_id, cost_micros, kind, at)"
+                f" VALUES {values} ON CONFLICT DO NOTHING",
+                params,
+            )
+
+
+def ops_table() -> str:
+    return connection.ops.quote_name(SpendEntry._meta.db_table)
 
 
 def stored_totals(counters: list[str]) -> dict[str, tuple[int, int]]:
