@@ -24,7 +24,7 @@ from workspaces.models import SpendEntry
 
 log = logging.getLogger(__name__)
 MAX_PENDING = 100_000  # entries; beyond this the oldest are dropped, loudly
-ROWS_PER_STATEMENT = 150  # 6 parameters a row: well inside SQLite's 999 and PostgreSQL's
+ROWS_PER_STATEMENT = 128  # 6 parameters a row: well inside SQLite's 999 and PostgreSQL's
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +93,12 @@ def write_entries(entries: Sequence[Entry]) -> None:
     cursor's executemany) spent more per row than the database spends storing it."""
     table, ops = ops_table(), connection.ops
     with connection.cursor() as cursor:
-        for start in range(0, len(entries), ROWS_PER_STATEMENT):
-            chunk = entries[start : start + ROWS_PER_STATEMENT]
+        start = 0
+        while start < len(entries):
+            # A power of two rows at a time: a few statement shapes, each prepared once by
+            # the driver, rather than a new statement for every batch size.
+            size = min(1 << (len(entries) - start).bit_length() - 1, ROWS_PER_STATEMENT)
+            chunk, start = entries[start : start + size], start + size
             params: list[object] = []
             for e in chunk:
                 at = ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC))
