@@ -75,7 +75,7 @@ def test_documented_example_applies_and_a_second_apply_changes_nothing() -> None
     assert {kind: c["created"] for kind, c in first.as_dict().items()} == {
         "provider": 2, "model": 3, "endpoint": 3, "virtual_model": 3, "workspace": 1,
         "policy": 1, "credential": 1, "preset": 1, "key": 1, "route": 0,
-        "budget": 0, "limit": 0,
+        "budget": 2, "limit": 2,
     }  # fmt: skip
     assert second.changed is False
     assert second.changes == ()
