@@ -8,7 +8,6 @@ never hold back every trace behind it. A database that is down keeps the batch q
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -17,57 +16,23 @@ import orjson
 from asgiref.sync import sync_to_async
 from django.db import DataError, IntegrityError, transaction
 
+from audit.batch_writer import BatchWriter
 from audit.models import RequestTrace
 
 log = logging.getLogger(__name__)
 MAX_PENDING = 10_000  # beyond this the oldest traces are dropped, loudly, not the requests
 
 
-class TraceWriter:
+class TraceWriter(BatchWriter[dict[str, Any]]):
     def __init__(
         self, flush_s: float, run_sync: Callable[[Callable[..., None]], Any] = sync_to_async
     ) -> None:
-        """`run_sync` turns the insert into an awaitable (the gateway passes its database
-        thread, gateway/state/db_thread.py)."""
-        self.flush_s = flush_s
-        self.run_sync = run_sync
-        self._pending: list[dict[str, Any]] = []
-        self._task: asyncio.Task[None] | None = None
-        self._lock: asyncio.Lock | None = None
+        super().__init__(_insert, what="traces", flush_s=flush_s, run_sync=run_sync,
+                         max_pending=MAX_PENDING)  # fmt: skip
 
     def record(self, fields: dict[str, Any]) -> None:
         """Queue one trace (RequestTrace field values). Never blocks, never raises."""
-        if len(self._pending) >= MAX_PENDING:
-            log.error("trace queue full; dropping the oldest trace")
-            self._pending.pop(0)
-        self._pending.append(fields)
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        # Traces queued while a batch was being written find this task still running (so
-        # `record` started no other): they go in the next round, not with the next request.
-        while True:
-            await asyncio.sleep(self.flush_s)
-            await self.flush()
-            if not self._pending:
-                return
-
-    async def flush(self) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            batch, self._pending = self._pending, []
-            if not batch:
-                return
-            try:
-                await self.run_sync(_insert)(batch)
-            except Exception:
-                log.exception("writing %d traces failed; they will be retried", len(batch))
-                self._pending[:0] = batch
-
-    def pending(self) -> list[dict[str, Any]]:
-        return list(self._pending)
+        self.add([fields])
 
 
 def _insert(batch: list[dict[str, Any]]) -> None:

@@ -14,7 +14,6 @@ routing; this is one and a fraction.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -34,7 +33,6 @@ from gateway.admission.limits import LimitSpec, LimitVerdict
 from gateway.admission.redis_limits import RedisLimiter, acquired
 from gateway.admission.redis_store import REDIS_ERRORS, RedisBudgetStore
 
-log = logging.getLogger(__name__)
 SETTLE_BATCH_S = 0.005  # settlements wait at most this long for company
 SETTLE_BATCH_MAX = 128
 

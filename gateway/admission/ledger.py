@@ -10,8 +10,6 @@ rebuilt in the moment between a settlement and its insert still holds it.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,9 +18,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Sum
 
+from audit.batch_writer import BatchWriter
 from workspaces.models import SpendEntry
 
-log = logging.getLogger(__name__)
 MAX_PENDING = 100_000  # entries; beyond this the oldest are dropped, loudly
 ROWS_PER_STATEMENT = 128  # 6 parameters a row: well inside SQLite's 999 and PostgreSQL's
 
@@ -37,50 +35,21 @@ class Entry:
     at: float  # epoch seconds
 
 
-class Ledger:
+class Ledger(BatchWriter[Entry]):
     def __init__(self, flush_s: float, run_sync: Callable[[Callable[..., Any]], Any]) -> None:
         """`run_sync` turns a query into an awaitable (the gateway's database thread)."""
-        self.flush_s = flush_s
-        self.run_sync = run_sync
-        self._pending: list[Entry] = []
-        self._task: asyncio.Task[None] | None = None
-        self._lock: asyncio.Lock | None = None
+        super().__init__(write_entries, what="ledger entries", flush_s=flush_s,
+                         run_sync=run_sync, max_pending=MAX_PENDING)  # fmt: skip
 
     def record(self, entries: Sequence[Entry]) -> None:
         """Queue entries for the next write. Never blocks, never raises."""
-        overflow = len(self._pending) + len(entries) - MAX_PENDING
-        if overflow > 0:
-            log.error("ledger queue full; dropping the %d oldest entries", overflow)
-            del self._pending[:overflow]
-        self._pending.extend(entries)
-        if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_s)
-            await self.flush()
-            if not self._pending:
-                return
-
-    async def flush(self) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            batch, self._pending = self._pending, []
-            if not batch:
-                return
-            try:
-                await self.run_sync(write_entries)(batch)
-            except Exception:
-                log.exception("writing %d ledger entries failed; they will be retried", len(batch))
-                self._pending[:0] = batch
+        self.add(entries)
 
     async def totals(self, counters: Sequence[str]) -> dict[str, tuple[int, int]]:
         """(spent micro-dollars, requests) of each counter, written or still queued here."""
         found: dict[str, tuple[int, int]] = await self.run_sync(stored_totals)(list(counters))
         wanted = set(counters)
-        for entry in self._pending:
+        for entry in self.pending():
             if entry.counter in wanted:
                 spent, requests = found.get(entry.counter, (0, 0))
                 found[entry.counter] = (spent + entry.cost_micros, requests + 1)

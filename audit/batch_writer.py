@@ -1,0 +1,63 @@
+"""Rows queued in memory and written in batches off the request path, every `flush_s` or
+when `flush()` is awaited (shutdown, lookups): the trace writer (audit/record.py) and the
+spending ledger (gateway/admission/ledger.py). A database that is down keeps the batch
+queued; past `max_pending` the oldest rows are dropped, loudly, never the requests."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+log = logging.getLogger(__name__)
+Row = TypeVar("Row")
+
+
+class BatchWriter(Generic[Row]):
+    def __init__(
+        self, write: Callable[[list[Row]], None], *, what: str, flush_s: float,
+        run_sync: Callable[[Callable[..., Any]], Any], max_pending: int,
+    ) -> None:  # fmt: skip
+        """`write` stores one batch (synchronously); `run_sync` turns it into an awaitable
+        (the gateway passes its database thread, gateway/state/db_thread.py)."""
+        self.write, self.what, self.flush_s = write, what, flush_s
+        self.run_sync, self.max_pending = run_sync, max_pending
+        self._pending: list[Row] = []
+        self._task: asyncio.Task[None] | None = None
+        self._lock: asyncio.Lock | None = None
+
+    def add(self, rows: Sequence[Row]) -> None:
+        """Queue rows for the next write. Never blocks, never raises."""
+        overflow = len(self._pending) + len(rows) - self.max_pending
+        if overflow > 0:
+            log.error("%s queue full; dropping the %d oldest", self.what, overflow)
+            del self._pending[:overflow]
+        self._pending.extend(rows)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        # Rows queued while a batch was being written find this task still running (so
+        # `add` started no other): they go in the next round, not with the next request.
+        while True:
+            await asyncio.sleep(self.flush_s)
+            await self.flush()
+            if not self._pending:
+                return
+
+    async def flush(self) -> None:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return
+            try:
+                await self.run_sync(self.write)(batch)
+            except Exception:
+                log.exception("writing %d %s failed; they will be retried", len(batch), self.what)
+                self._pending[:0] = batch
+
+    def pending(self) -> list[Row]:
+        return list(self._pending)
