@@ -2,11 +2,12 @@
 R-POL-2, R-BEY-8, D-28, D-29), after the plan names the models a request may try and before
 any endpoint of them is decided or called.
 
-Rate limits of the key and its workspace are taken first (requests, the input estimate
-plus `max_tokens` as tokens, a concurrency lease), all or nothing; then the request's
-worst-case cost (budgets.py) is reserved on every budget counter that applies — the
-workspace's, the key's, a route budget node's the walk went through — in one atomic step
-of the store. A refusal is 429 `rate_limited` (with `Retry-After`) or 402
+The rate limits of the key and its workspace (requests, the input estimate plus
+`max_tokens` as tokens, a concurrency lease) are taken all or nothing, together with the
+request's worst-case cost (budgets.py) reserved on every budget counter that applies —
+the workspace's, the key's, a route budget node's the walk went through — in one atomic
+step of the store (gateway/admission/admitter.py: one round trip on Redis); when one
+refuses, the other is given back. A refusal is 429 `rate_limited` (with `Retry-After`) or 402
 `budget_exceeded`, nothing taken anywhere; a store that cannot answer is 503
 `budget_store_unavailable`. The `Admission` is settled exactly once, on whichever way the
 request ends (serve.py, record step): the reservation becomes the cost, unused tokens
