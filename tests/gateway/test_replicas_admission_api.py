@@ -102,10 +102,13 @@ def test_r_lim_1_a_60_rpm_key_on_two_replicas_admits_60(fresh_live):
     with running_gateway(fresh_live.env) as one, running_gateway(fresh_live.env) as two:
         urls = [one.base_url, two.base_url]
         _ready(urls, key)
+        started = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
             answers = list(pool.map(lambda i: _ask(urls[i % 2], key), range(100)))
+        took_s = time.monotonic() - started
     statuses = sorted(a.status_code for a in answers)
-    assert 59 <= statuses.count(200) <= 61, statuses
+    # the minute's allowance at once, plus what refills (one a second) while the 100 arrive
+    assert 59 <= statuses.count(200) <= 61 + int(took_s), (statuses.count(200), took_s)
     waits = {int(a.headers["Retry-After"]) for a in answers if a.status_code == 429}
     assert waits
     assert max(waits) <= 2
