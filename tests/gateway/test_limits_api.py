@@ -96,7 +96,7 @@ def test_r_lim_1_tokens_per_minute_reserve_input_and_max_tokens(fresh_live):
 
 def test_r_lim_1_concurrent_requests_beyond_the_limit_are_refused(fresh_live):
     key = limited(fresh_live, "lim-conc", "limits: {}", "limits: {concurrent: 2}")
-    fresh_live.fakes["cheap"].set_faults([{"fault": "latency:1500", "times": None}])
+    fresh_live.fakes["cheap"].set_faults([{"fault": "latency:3000", "times": None}])
     # when five arrive at once
     with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
         statuses = sorted(pool.map(lambda _: ask(fresh_live, key).status_code, range(5)))
