@@ -14,7 +14,7 @@ routing; this is one and a fraction.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -124,7 +124,7 @@ class RedisAdmitter:
             if budget is None:  # counters were missing (a new period, a flush): rebuilt
                 budget = await self.budgets.reserve(hold)
         if limit is not None and not limit.admitted and budget is not None and budget.admitted:
-            await self.budgets.settle(hold, 0, now)  # type: ignore[arg-type]
+            await self.budgets.cancel(hold)  # type: ignore[arg-type]
             return Taken(limit, None)
         if budget is not None and not budget.admitted and limit is not None and limit.admitted:
             await self.limiter.release(limits, lease=lease, tokens_reserved=tokens,
@@ -181,22 +181,35 @@ class RedisAdmitter:
     ) -> list[Any]:
         """Each script call's reply, all in one round trip. By sha, not through redis-py's
         Script objects, which would ask Redis whether the scripts exist on every pipeline
-        (a second round trip); a Redis that lost them (a restart) gets them again."""
-        for attempt in range(2):
-            try:
-                async with self.budgets.client.pipeline(transaction=False) as pipe:
-                    for script, (keys, args) in calls:
-                        pipe.evalsha(script.sha, len(keys), *keys, *args)
-                    replies = await pipe.execute(raise_on_error=False)
-            except REDIS_ERRORS as error:
-                raise BudgetStoreUnavailable(str(error)) from error
-            missing = {s for (s, _), r in zip(calls, replies, strict=True)
-                       if isinstance(r, NoScriptError)}  # fmt: skip
-            failed = next((r for r in replies if isinstance(r, Exception)), None)
-            if not missing and failed is None:
-                return list(replies)
-            if not missing or attempt:
-                raise BudgetStoreUnavailable(str(failed or "scripts would not load"))
-            for script in missing:
-                script.sha = await self.budgets.client.script_load(script.script)
-        raise AssertionError("unreachable")  # pragma: no cover
+        (a second round trip). A Redis that lost the scripts (a restart) gets them again,
+        and only the calls it refused for that run again: the others have run."""
+        replies = await self._send(calls)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
+            for script in {calls[i][0] for i in missing}:
+                script.sha = await self._guarded(self.budgets.client.script_load(script.script))
+            for i, reply in zip(missing, await self._send([calls[i] for i in missing]),
+                                strict=True):  # fmt: skip
+                replies[i] = reply
+        failed = next((r for r in replies if isinstance(r, Exception)), None)
+        if failed is not None:
+            raise BudgetStoreUnavailable(str(failed))
+        return replies
+
+    async def _send(
+        self, calls: Sequence[tuple[AsyncScript, tuple[list[str], list[Any]]]]
+    ) -> list[Any]:
+        async def run() -> list[Any]:
+            async with self.budgets.client.pipeline(transaction=False) as pipe:
+                for script, (keys, args) in calls:
+                    pipe.evalsha(script.sha, len(keys), *keys, *args)
+                return list(await pipe.execute(raise_on_error=False))
+
+        replies: list[Any] = await self._guarded(run())
+        return replies
+
+    async def _guarded(self, call: Awaitable[Any]) -> Any:
+        try:
+            return await call
+        except REDIS_ERRORS as error:
+            raise BudgetStoreUnavailable(str(error)) from error

@@ -75,7 +75,8 @@ redis.call('ZADD', '@:budget:open', ARGV[3], ARGV[2])
 return {'ok', unpack(used)}
 """
 
-# KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls.
+# KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls ("cancel":
+# the reservation goes back unspent and uncounted, a request refused by its rate limits).
 # -> {} when there is nothing to settle, else each counter's spent after. A reservation no
 # longer open was settled or swept (its `done` marker says so) — or forgotten by a flush,
 # when its cost still counts though its reservation is gone.
@@ -89,6 +90,14 @@ else
   redis.call('DEL', '@:budget:res:' .. ARGV[3])
 end
 redis.call('SET', done, 1, 'EX', 86400)
+if ARGV[4] == 'cancel' then  -- given back unused: the request was never admitted
+  for i = 1, #KEYS do
+    if redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta) < 0 then
+      redis.call('HSET', KEYS[i], 'reserved', 0)
+    end
+  end
+  return {}
+end
 local after = {}
 for i = 1, #KEYS do
   if reserved_delta > 0 then
@@ -174,6 +183,11 @@ class RedisBudgetStore:
     async def settle(self, hold: Hold, cost_micros: int, now: float) -> Settled | None:
         keys, args = self.settle_call(hold, cost_micros)
         return self.settled(hold, cost_micros, now, await self._call(self._settle, keys, args))
+
+    async def cancel(self, hold: Hold) -> None:
+        """Give a reservation back unspent: its request was refused after all."""
+        keys = [self.keys + c.counter for c in hold.charges]
+        await self._call(self._settle, keys, [hold.amount_micros, 0, hold.request_id, "cancel"])
 
     def settle_call(self, hold: Hold, cost_micros: int) -> tuple[list[str], list[Any]]:
         keys = [self.keys + c.counter for c in hold.charges]

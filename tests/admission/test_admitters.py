@@ -1,0 +1,89 @@
+"""Taking rate limits and a budget reservation together (gateway/admission/admitter.py;
+SPEC R-LIM-1, R-LIM-2): when the limits refuse, nothing stays reserved on the budget and
+nothing is counted; when the budget refuses, the limits are given back. The in-process
+admitter always; the Redis one (one pipeline, batched settlements) with REDIS_URL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+
+import pytest
+import redis.asyncio as redis
+from asgiref.sync import sync_to_async
+
+from gateway.admission.admitter import GiveBack, RedisAdmitter, StoreAdmitter
+from gateway.admission.budget_store import Hold, MemoryBudgetStore
+from gateway.admission.budgets import BudgetRule, charges
+from gateway.admission.ledger import Ledger
+from gateway.admission.limit_store import MemoryLimiter
+from gateway.admission.limits import LimitSpec
+from gateway.admission.redis_limits import RedisLimiter
+from gateway.admission.redis_store import RedisBudgetStore, shared_pool
+
+pytestmark = pytest.mark.django_db(transaction=True)  # counters rebuild from the ledger
+
+
+def _ledger() -> Ledger:
+    return Ledger(flush_s=3600, run_sync=lambda f: sync_to_async(f, thread_sensitive=False))
+
+
+def memory_admitter() -> StoreAdmitter:
+    return StoreAdmitter(MemoryLimiter(), MemoryBudgetStore(_ledger()))
+
+
+def redis_admitter() -> RedisAdmitter:
+    if not os.environ.get("REDIS_URL"):
+        pytest.skip("the Redis admitter needs REDIS_URL")
+    client = redis.Redis(connection_pool=shared_pool(os.environ["REDIS_URL"]))
+    prefix = f"switchyard-test-{uuid.uuid4().hex[:12]}"
+    return RedisAdmitter(RedisLimiter(client, prefix=prefix),
+                         RedisBudgetStore(client, _ledger(), prefix))  # fmt: skip
+
+
+ADMITTERS = [memory_admitter, redis_admitter]
+
+
+def _hold(request: str, now: float, cap: int = 10_000) -> Hold:
+    return Hold(request, 1, charges([BudgetRule("ws:1", "daily", cap)], now), 1000, now + 60)
+
+
+@pytest.mark.parametrize("make", ADMITTERS, ids=["memory", "redis"])
+def test_r_lim_1_a_request_its_limits_refuse_reserves_nothing(make) -> None:
+    async def run() -> None:
+        admitter, now = make(), time.time()
+        limits = [LimitSpec("key:1:bot", requests_per_minute=1)]
+        first = await admitter.take(limits, 10, "one", _hold("one", now), now)
+        # when a second request finds the limit spent
+        second = await admitter.take(limits, 10, "two", _hold("two", now), now)
+        # then it is refused, and the budget holds the first one's reservation alone
+        assert first.admitted
+        assert not second.admitted
+        assert second.budget is None
+        counter = _hold("x", now).charges[0].counter
+        state = (await admitter.budgets.read([counter]))[counter]
+        assert (state.reserved_micros, state.requests) == (1000, 0)
+        # and when the first ends, its cost is all that counts
+        back = GiveBack(tuple(limits), "one", 10, 10, _hold("one", now), 400, now)
+        await admitter.give_back(back)
+        state = (await admitter.budgets.read([counter]))[counter]
+        assert (state.spent_micros, state.reserved_micros, state.requests) == (400, 0, 1)
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("make", ADMITTERS, ids=["memory", "redis"])
+def test_r_lim_2_a_request_its_budget_refuses_gives_its_lease_and_tokens_back(make) -> None:
+    async def run() -> None:
+        admitter, now = make(), time.time()
+        limits = [LimitSpec("key:1:bot", tokens_per_minute=10, concurrent=1)]
+        # when the budget has no room
+        refused = await admitter.take(limits, 10, "big", _hold("big", now, cap=500), now)
+        # then its concurrency slot and its tokens went back: the next one is admitted
+        # (a requests-per-minute limit would still count it: it was a request)
+        assert not refused.admitted
+        assert (await admitter.take(limits, 10, "next", None, now)).admitted
+
+    asyncio.run(run())
