@@ -61,7 +61,7 @@ class Settled:
 class CounterState:
     spent_micros: int = 0
     reserved_micros: int = 0
-    requests: int = 0
+    requests: int = 0  # admitted in the period (in flight included); rebuilt: those settled
 
 
 class BudgetStore(Protocol):
@@ -96,6 +96,7 @@ class MemoryBudgetStore:
                     return Verdict(False, tightest(hold.charges, used), charge)
             for state in states:
                 state.reserved_micros += hold.amount_micros
+                state.requests += 1  # counted when admitted: what route rate nodes read
             self._open[hold.request_id] = hold
             return Verdict(True, tightest(hold.charges, [u + hold.amount_micros for u in used]))
 
@@ -115,7 +116,6 @@ class MemoryBudgetStore:
                 before[charge.counter] = state.spent_micros
                 state.reserved_micros = max(state.reserved_micros - hold.amount_micros, 0)
                 state.spent_micros += cost_micros
-                state.requests += 1
                 after[charge.counter] = state.spent_micros
             return Settled(before, after)
 

@@ -72,7 +72,7 @@ class DatabaseBudgetStore:
             changed = (
                 BudgetCounter.objects.filter(counter__in=names)
                 .filter(spent_micros__lte=_caps(hold.charges) - F("reserved_micros") - amount)
-                .update(reserved_micros=F("reserved_micros") + amount)
+                .update(reserved_micros=F("reserved_micros") + amount, requests=F("requests") + 1)
             )
             if changed == len(names):
                 BudgetReservation.objects.create(
@@ -124,7 +124,6 @@ def _settle(hold: Hold, cost_micros: int, kind: str, now: float) -> Settled | No
         BudgetCounter.objects.filter(counter__in=names).update(
             reserved_micros=Greatest(F("reserved_micros") - hold.amount_micros, Value(0)),
             spent_micros=F("spent_micros") + cost_micros,
-            requests=F("requests") + 1,
         )
         write_entries(ledger_entries(hold, cost_micros, kind, now))
         after = dict(

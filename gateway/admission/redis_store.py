@@ -67,6 +67,7 @@ end
 if refused > 0 then return {'refused', refused, unpack(used)} end
 for i = 1, #KEYS do
   redis.call('HINCRBY', KEYS[i], 'reserved', amount)
+  redis.call('HINCRBY', KEYS[i], 'requests', 1)  -- counted when admitted (route rate nodes)
   redis.call('EXPIREAT', KEYS[i], ARGV[4 + 2 * i])
   used[i] = used[i] + amount
 end
@@ -95,6 +96,7 @@ if ARGV[4] == 'cancel' then  -- given back unused: the request was never admitte
     if redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta) < 0 then
       redis.call('HSET', KEYS[i], 'reserved', 0)
     end
+    redis.call('HINCRBY', KEYS[i], 'requests', -1)
   end
   return {}
 end
@@ -105,7 +107,8 @@ for i = 1, #KEYS do
     if reserved < 0 then redis.call('HSET', KEYS[i], 'reserved', 0) end
   end
   after[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
-  redis.call('HINCRBY', KEYS[i], 'requests', 1)
+  -- a reservation a flush forgot: the rebuilt counter does not count its request yet
+  if reserved_delta == 0 then redis.call('HINCRBY', KEYS[i], 'requests', 1) end
 end
 return after
 """

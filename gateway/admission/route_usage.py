@@ -4,8 +4,9 @@ node of its routes names, from the budget store's counters — the same on every
 (R-BEY-9), rebuilt from the ledger like any budget.
 
 A key whose routes have such nodes is charged on an uncapped counter of its name per
-period (`tracking_rules`), so every request it makes counts there whether or not a budget
-caps it; the walk reads those counters (`StoreUsage`) before it starts. Pure.
+period (`tracking_rules`), so every request it makes counts there — when admitted, and
+its cost when it ends — whether or not a budget caps it; the walk reads those counters
+(`StoreUsage`) before it starts. Pure.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def test_r_lim_1_a_request_its_limits_refuse_reserves_nothing(make) -> None:
         assert second.budget is None
         counter = _hold("x", now).charges[0].counter
         state = (await admitter.budgets.read([counter]))[counter]
-        assert (state.reserved_micros, state.requests) == (1000, 0)
+        assert (state.reserved_micros, state.requests) == (1000, 1)
         # and when the first ends, its cost is all that counts
         back = GiveBack(tuple(limits), "one", 10, 10, _hold("one", now), 400, now)
         await admitter.give_back(back)
