@@ -72,7 +72,8 @@ def _race(base_urls: list[str], key: str, count: int) -> list[int]:
 def _budget_race(live: Live, slug: str, env: dict[str, str], worst_case: int) -> None:
     usd = Decimal(20 * worst_case) / 1_000_000
     key = _apply(live, slug, f"budgets: [{{period: daily, usd: {usd}}}]")
-    live.fakes["paced"].set_faults([{"fault": "latency:4000", "times": None}])
+    live.fakes["paced"].set_faults([{"fault": "latency:6000", "times": None}])
+    env = {**env, **PATIENT}
     with running_gateway(env) as one, running_gateway(env) as two:
         urls = [one.base_url, two.base_url]
         _ready(urls, key)
@@ -81,6 +82,9 @@ def _budget_race(live: Live, slug: str, env: dict[str, str], worst_case: int) ->
     assert statuses.count(402) == 180
 
 
+# The admitted requests wait upstream (6 s) until all 200 have been decided, on a loaded
+# machine too; their gateways wait for it (the shared one gives up after 2 + 3 s).
+PATIENT = {"SWITCHYARD_TTFB_TIMEOUT_S": "30"}
 WORST_CASE = 25_000  # 5 input tokens + 20 max_tokens at 1000 µ$ (test_budgets_api.py checks)
 
 
