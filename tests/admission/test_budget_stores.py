@@ -30,6 +30,23 @@ from gateway.admission.redis_store import RedisBudgetStore, shared_pool
 from workspaces.models import SpendEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
+_prefixes: list[str] = []  # Redis key prefixes made by this module's tests, deleted after each
+
+
+@pytest.fixture(autouse=True)
+def _forget_redis_keys():
+    yield
+    if _prefixes and os.environ.get("REDIS_URL"):
+        import redis as sync_redis
+
+        client = sync_redis.Redis.from_url(os.environ["REDIS_URL"])
+        for prefix in _prefixes:
+            keys = list(client.scan_iter(match=f"{prefix}:*"))
+            if keys:
+                client.delete(*keys)
+        client.close()
+    _prefixes.clear()
+
 
 REPEATS = int(os.environ.get("SWITCHYARD_RACE_REPEATS", "1"))
 WORST = 1_000  # micro-dollars a request reserves
@@ -64,7 +81,9 @@ def redis_store() -> RedisBudgetStore:
     if not os.environ.get("REDIS_URL"):
         pytest.skip("the Redis store needs REDIS_URL")
     client = redis.Redis(connection_pool=shared_pool(os.environ["REDIS_URL"]))
-    return RedisBudgetStore(client, ledger(), f"switchyard-test-{uuid.uuid4().hex[:12]}")
+    prefix = f"switchyard-test-{uuid.uuid4().hex[:12]}"
+    _prefixes.append(prefix)
+    return RedisBudgetStore(client, ledger(), prefix)
 
 
 STORES = [memory_store, database_store, redis_store]
