@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import uuid
 
 import pytest
 import redis.asyncio as redis
@@ -22,24 +21,9 @@ from gateway.admission.limit_store import MemoryLimiter
 from gateway.admission.limits import LimitSpec
 from gateway.admission.redis_limits import RedisLimiter
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
+from tests.admission.conftest import redis_prefix
 
 pytestmark = pytest.mark.django_db(transaction=True)
-_prefixes: list[str] = []  # Redis key prefixes made by this module's tests, deleted after each
-
-
-@pytest.fixture(autouse=True)
-def _forget_redis_keys():
-    yield
-    if _prefixes and os.environ.get("REDIS_URL"):
-        import redis as sync_redis
-
-        client = sync_redis.Redis.from_url(os.environ["REDIS_URL"])
-        for prefix in _prefixes:
-            keys = list(client.scan_iter(match=f"{prefix}:*"))
-            if keys:
-                client.delete(*keys)
-        client.close()
-    _prefixes.clear()  # counters rebuild from the ledger
 
 
 def _ledger() -> Ledger:
@@ -54,8 +38,7 @@ def redis_admitter() -> RedisAdmitter:
     if not os.environ.get("REDIS_URL"):
         pytest.skip("the Redis admitter needs REDIS_URL")
     client = redis.Redis(connection_pool=shared_pool(os.environ["REDIS_URL"]))
-    prefix = f"switchyard-test-{uuid.uuid4().hex[:12]}"
-    _prefixes.append(prefix)
+    prefix = redis_prefix()
     return RedisAdmitter(RedisLimiter(client, prefix=prefix),
                          RedisBudgetStore(client, _ledger(), prefix))  # fmt: skip
 

@@ -27,25 +27,10 @@ from gateway.admission.budgets import BudgetRule, charges
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
+from tests.admission.conftest import redis_prefix
 from workspaces.models import SpendEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
-_prefixes: list[str] = []  # Redis key prefixes made by this module's tests, deleted after each
-
-
-@pytest.fixture(autouse=True)
-def _forget_redis_keys():
-    yield
-    if _prefixes and os.environ.get("REDIS_URL"):
-        import redis as sync_redis
-
-        client = sync_redis.Redis.from_url(os.environ["REDIS_URL"])
-        for prefix in _prefixes:
-            keys = list(client.scan_iter(match=f"{prefix}:*"))
-            if keys:
-                client.delete(*keys)
-        client.close()
-    _prefixes.clear()
 
 
 REPEATS = int(os.environ.get("SWITCHYARD_RACE_REPEATS", "1"))
@@ -81,8 +66,7 @@ def redis_store() -> RedisBudgetStore:
     if not os.environ.get("REDIS_URL"):
         pytest.skip("the Redis store needs REDIS_URL")
     client = redis.Redis(connection_pool=shared_pool(os.environ["REDIS_URL"]))
-    prefix = f"switchyard-test-{uuid.uuid4().hex[:12]}"
-    _prefixes.append(prefix)
+    prefix = redis_prefix()
     return RedisBudgetStore(client, ledger(), prefix)
 
 
