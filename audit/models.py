@@ -11,12 +11,20 @@ from django.utils import timezone
 from workspaces.models import ApiKey, Workspace
 
 
+def _newest_first(name: str, *columns: str, condition: models.Q | None = None) -> models.Index:
+    """An index of the workspace's rows by `columns`, newest first (audit/cursor.py)."""
+    fields = ["workspace", *columns, "-created_at", "-id"]
+    return models.Index(fields=fields, name=name, condition=condition)
+
+
 class RequestTrace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4)  # the trace id
     request_id = models.CharField(max_length=64)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="traces")
     api_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # When the request finished (set by the record step, so a trace written late from the
+    # spool keeps its own time). The indexes below all end in it: the list's keyset order.
+    created_at = models.DateTimeField(default=timezone.now)
     operation = models.CharField(max_length=24)  # chat.completions | responses | embeddings
     requested_model = models.CharField(max_length=200)
     model = models.CharField(max_length=200, blank=True, default="")  # the model that answered
@@ -40,10 +48,25 @@ class RequestTrace(models.Model):
     route = models.CharField(max_length=64, blank=True, default="")
     route_version = models.PositiveIntegerField(null=True, blank=True)
     route_node = models.CharField(max_length=64, blank=True, default="")
+    # Filter columns of the request log (GET /v1/traces, /api/v1/…/traces): the tier a
+    # tiered alias chose (R-TIER-5) and the session id the client sent (R-EXE-7; "" for
+    # none: a conversation hash is not an id anyone would search by).
+    tier = models.CharField(max_length=8, blank=True, default="")
+    session_id = models.CharField(max_length=128, blank=True, default="")
 
     class Meta:
+        # One index per filter the request log serves in its keyset order (audit/cursor.py);
+        # rare values (an error code, a session) are partial indexes, so the common rows
+        # do not pay for them on insert. The route index also serves the rollout guard.
         indexes = [
-            models.Index(fields=["workspace", "-created_at"]),
+            _newest_first("trace_ws_time"),
+            _newest_first("trace_key_time", "api_key"),
+            _newest_first("trace_model_time", "model"),
+            _newest_first("trace_provider_time", "provider"),
+            _newest_first("trace_endpoint_time", "endpoint"),
+            _newest_first("trace_status_time", "status_code"),
+            _newest_first("trace_error_time", "error_code", condition=~models.Q(error_code="")),
+            _newest_first("trace_session_time", "session_id", condition=~models.Q(session_id="")),
             models.Index(fields=["route", "route_version", "route_node", "-created_at"]),
         ]
 
@@ -58,6 +81,9 @@ class AdminEvent(models.Model):
     action = models.CharField(max_length=64)  # e.g. api_key.create, config.apply
     target = models.CharField(max_length=200, blank=True, default="")
     changes = models.JSONField(default=dict, blank=True)  # never secrets
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "-created_at", "-id"], name="event_ws_time")]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"

@@ -20,6 +20,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 from rest_framework.request import Request
 
+from audit import trace_log
 from audit.models import RequestTrace
 from gateway.api.chat import CHAT
 from gateway.api.embeddings import EMBEDDINGS
@@ -33,13 +34,14 @@ from gateway.api.messages import (
 from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
-from gateway.errors import ApiError, render_error
+from gateway.errors import ApiError, invalid, render_error
 from gateway.request_path.authenticate import authenticate, authenticate_key, presented_key
 from gateway.request_path.parse import read_json
 from gateway.request_path.serve import serve
 from gateway.state import request_state
 from gateway.state.db_thread import in_db_thread
 from routing.engine.live import WINDOW_S
+from workspaces.models import ApiKey
 from workspaces.views import credential_health_requested
 
 
@@ -147,33 +149,9 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponseBase:
     return json_response(model)
 
 
-def _trace_json(trace: RequestTrace) -> dict[str, object]:
-    return {
-        "id": str(trace.id),
-        "object": "switchyard.trace",
-        "request_id": trace.request_id,
-        "created_at": trace.created_at.isoformat(),
-        "operation": trace.operation,
-        "requested_model": trace.requested_model,
-        "model": trace.model,
-        "provider": trace.provider,
-        "endpoint": trace.endpoint,
-        "stream": trace.stream,
-        "status_code": trace.status_code,
-        "error_code": trace.error_code,
-        "decision": trace.decision,
-        "attempts": trace.attempts,
-        "usage": trace.usage,
-        "cost_usd": trace.cost_micros / 1_000_000,
-        "latency_ms": trace.latency_ms,
-        "ttfb_ms": trace.ttfb_ms,
-        "purpose": trace.purpose,
-        "parent_id": str(trace.parent_id) if trace.parent_id else None,
-    }
-
-
 class TraceDetail(APIView):
-    """`GET /v1/traces/{id}`: the caller's own trace; another workspace's is a 404."""
+    """`GET /v1/traces/{id}`: a trace of the caller's workspace (R-API-7); another
+    workspace's is a 404, not a 403."""
 
     async def get(self, request: Request, trace_id: str) -> HttpResponseBase:
         snap = await request_state.current_snapshot()
@@ -187,15 +165,40 @@ class TraceDetail(APIView):
         except ValueError:
             return render_error(not_found)
         await request_state.flush_traces()
-        trace = await in_db_thread(
-            RequestTrace.objects.filter(id=trace_uuid, workspace_id=workspace.id).first
-        )()
-        if trace is None:
-            return render_error(not_found)
-        return json_response(_trace_json(trace))
+
+        def read() -> dict[str, Any] | None:
+            trace = RequestTrace.objects.filter(id=trace_uuid, workspace_id=workspace.id).first()
+            keys = ApiKey.objects.filter(workspace_id=workspace.id)
+            return None if trace is None else trace_log.detail_json(trace, keys)
+
+        shown = await in_db_thread(read)()
+        return json_response(shown) if shown is not None else render_error(not_found)
 
 
+class TraceList(APIView):
+    """`GET /v1/traces`: the caller's key's own traces, newest first, with the request
+    log's filters and cursor (audit/trace_log.py); the management API lists a workspace's."""
+
+    async def get(self, request: Request) -> HttpResponseBase:
+        snap = await request_state.current_snapshot()
+        try:
+            key, workspace = authenticate_key(request._request, snap, time.time())
+            query = trace_log.parse_query(request._request.GET, allow_key=False)
+        except ApiError as error:
+            return render_error(error)
+        except trace_log.BadQuery as error:
+            return render_error(invalid(str(error), param=error.param))
+        await request_state.flush_traces()
+
+        def read() -> dict[str, Any]:
+            mine = RequestTrace.objects.filter(workspace_id=workspace.id, api_key_id=key.pk)
+            return trace_log.list_page(mine, ApiKey.objects.filter(id=key.pk), query)
+
+        return json_response(await in_db_thread(read)())
+
+
+trace_list = TraceList.as_view()
 trace_detail = TraceDetail.as_view()
 
 
-__all__ = ["chat_completions", "embeddings", "models", "responses", "trace_detail"]
+__all__ = ["chat_completions", "embeddings", "models", "responses", "trace_detail", "trace_list"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -46,6 +47,7 @@ class RequestRecord:
     route: RouteChoice | None = None  # the dynamic route that handled it (R-ROUTE-1, D-23)
     route_inputs: dict[str, Any] | None = None  # a routed key's decision inputs (R-BEY-3)
     admission_headers: dict[str, str] = field(default_factory=dict)  # budget, rate limits
+    session_id: str = ""  # the session id the client sent, for the request log's filter
 
 
 def cost_micros(usage: dict[str, Any] | None, target: Target | None) -> int:
@@ -170,6 +172,9 @@ def finish(
             "ttfb_ms": ttfb_ms,
             "purpose": caller.purpose,
             "parent_id": caller.parent_id,
+            "created_at": datetime.fromtimestamp(now, UTC),
+            "tier": record.tier.verdict.tier if record.tier is not None else "",
+            "session_id": record.session_id,
             **_route_columns(record.route),
         }
     )
@@ -197,9 +202,14 @@ def _count(
             effects.count(metrics.REJECTIONS, rejection["reason"])
     model = ep.model if ep else ""
     provider = ep.provider if ep else ""
-    effects.count(metrics.REQUESTS, record.operation, model, provider, str(status))
+    # R-OBS-3, R-BEY-9: a routed request is told by its route's slug and version; both are
+    # empty without a route, so the label set is the same on every series
+    route, version = (record.route.slug, str(record.route.version)) if record.route else ("", "")
+    effects.count(metrics.REQUESTS, record.operation, model, provider, str(status), route, version)
     for attempt in record.attempts:
-        effects.count(metrics.ATTEMPTS, attempt.provider, attempt.endpoint, attempt.status)
+        effects.count(
+            metrics.ATTEMPTS, attempt.provider, attempt.endpoint, attempt.status, route, version
+        )
     if ep is None:
         return
     ok = [a for a in record.attempts if a.status == "ok"]
@@ -235,5 +245,6 @@ def _observe_live(
             latency_ms=float(attempt.latency_ms) if attempt.status == "ok" else None,
             tokens_per_s=tokens_per_s if completion else None,
             kind="" if ok else failure_kind(attempt.http_status),
+            streamed=record.stream,
         )
         effects.observations.append((attempt.endpoint, attempt.provider, observation))

@@ -26,6 +26,7 @@ from gateway.request_path.resolve import Resolved, resolve_request, route_seed
 from gateway.request_path.routes import RouteRejected
 from gateway.state import admission_state, request_state
 from gateway.state.request_state import Effects, apply
+from routing.engine.affinity.sessions import client_session
 from routing.engine.types import EndpointInfo, RoutingRequest
 
 # Recorded for a request whose client hung up before the answer began (nginx's code).
@@ -80,6 +81,8 @@ async def _steps(
 ) -> HttpResponseBase:
     parsed = operation.parse(body)  # 2
     record.stream = parsed.stream
+    sent_session = client_session(request.headers, body)
+    record.session_id = sent_session[1] if sent_session else ""
     state = request_state.read(caller.started_at, caller)
     state = await with_route_usage(state, caller, admission_state.stores())
     effects = Effects()

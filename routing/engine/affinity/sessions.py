@@ -59,16 +59,26 @@ def detect_session(
     alias, not the tier target), so the hash does not change with the tier that answers.
 
     Blank ids are skipped; integer ids (a numeric `metadata.user_id`) are used as text."""
+    sent = client_session(headers, body)
+    if sent is not None:
+        source, value = sent
+        return _scoped(workspace_id, api_key_id, source, value), source
+    digest = conversation_hash(body, api_key_id=api_key_id, model=model)
+    return _scoped(workspace_id, api_key_id, "hash", digest), "hash"
+
+
+def client_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(source, id) of the session id the client sent, first in detection order; None
+    when it sent none. Also what the trace keeps for the request log's session filter."""
     for name in SESSION_HEADERS:
         value = _client_id(get_header(headers, name))
         if value is not None:
-            return _scoped(workspace_id, api_key_id, "header", value), "header"
+            return "header", value
     for source, path in BODY_FIELDS:
         value = _client_id(_at(body, path))
         if value is not None:
-            return _scoped(workspace_id, api_key_id, source, value), source
-    digest = conversation_hash(body, api_key_id=api_key_id, model=model)
-    return _scoped(workspace_id, api_key_id, "hash", digest), "hash"
+            return source, value
+    return None
 
 
 def conversation_hash(body: Mapping[str, Any], *, api_key_id: int, model: str) -> str:
