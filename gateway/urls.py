@@ -27,6 +27,8 @@ WORKSPACE_RESOURCES = "workspaces/<slug:ws>/"
 management_api = [
     path(f"api/v1/{WORKSPACE_RESOURCES}", include("workspaces.urls")),
     path(f"api/v1/{WORKSPACE_RESOURCES}", include("presets.urls")),
+    path(f"api/v1/{WORKSPACE_RESOURCES}", include("audit.trace_urls")),
+    path(f"api/v1/{WORKSPACE_RESOURCES}", include("audit.urls")),
 ]
 management_schema = SpectacularAPIView.as_view(
     patterns=management_api,  # only /api/v1: /v1 is described at /v1/openapi.json
@@ -47,6 +49,7 @@ urlpatterns = [
     path("v1/messages/count_tokens", views.count_tokens),
     path("v1/models", views.models),
     path("v1/models/<path:model_id>", views.model_detail),
+    path("v1/traces", views.trace_list),
     path("v1/traces/<str:trace_id>", views.trace_detail),
     path("v1/routing/explain", views.explain),
     path("v1/openapi.json", openapi.openapi_json),

@@ -1,8 +1,9 @@
 """Writes to presets and to the settings of API keys (SPEC R-PRE-1, R-KEY-1, D-24,
 R-OBS-4), for the management API (presets/views.py) and the console. Each function runs
-in one transaction and audits itself: one AdminEvent per change, with who (`actor`), what
-(`action`, `target`) and the before/after of every field that changed; a write that
-changes nothing writes no event. Routes are written by presets/services.py.
+in one transaction and audits itself (`audit.events.record_event`): one AdminEvent per
+change, with who (`actor`), what (`action`, `target`) and the before/after of every field
+that changed; a write that changes nothing writes no event. Routes are written by
+presets/services.py.
 
 Every row saved here is one of the snapshot's configuration models, so its post_save /
 post_delete receiver bumps the configuration version on commit: gateways pick the change
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
-from audit.models import AdminEvent
+from audit.events import diff, record_event
 from gateway.config.workspaces import PRESET_KEYS
 from presets.models import KeySettings, Preset, Route
 from workspaces.models import ApiKey, Workspace
@@ -81,27 +81,21 @@ class SettingsNameTaken(ValueError):
     """A rename whose new name already has key settings of its own."""
 
 
-def _audit(workspace: Workspace, actor: str, action: str, target: str, changes: Any) -> None:
-    AdminEvent.objects.create(
-        actor=actor, workspace=workspace, action=action, target=target, changes=changes
-    )
+def _audit(
+    workspace: Workspace,
+    actor: str,
+    action: str,
+    target: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> None:
+    record_event(actor=actor, workspace=workspace, action=action, target=target,
+                 before=before, after=after)  # fmt: skip
 
 
-def _audit_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Preset):
-        return value.slug
-    return value
-
-
-def _diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """`{field: {"before": b, "after": a}}` for each field of `after` whose value changed."""
-    return {
-        field: {"before": _audit_value(before.get(field)), "after": _audit_value(value)}
-        for field, value in after.items()
-        if before.get(field) != value
-    }
+def _as_audited(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Key settings as their event shows them: the preset by its slug."""
+    return {f: v.slug if isinstance(v, Preset) else v for f, v in values.items()}
 
 
 # Presets ----------------------------------------------------------------------------
@@ -127,7 +121,7 @@ def create_preset(
                 raise taken
             preset = Preset.objects.create(workspace=workspace, slug=slug, **columns)
             after = {"slug": slug, **{f: getattr(preset, f) for f in PRESET_FIELDS}}
-            _audit(workspace, actor, "preset.create", slug, _diff({}, after))
+            _audit(workspace, actor, "preset.create", slug, None, after)
     except IntegrityError:  # a concurrent create won the slug (the database constraint)
         if Preset.objects.filter(workspace=workspace, slug=slug).exists():
             raise taken from None
@@ -140,13 +134,14 @@ def update_preset(preset: Preset, values: Mapping[str, Any], *, actor: str) -> P
     columns = _preset_values(values)
     with transaction.atomic():
         current = Preset.objects.select_for_update().get(pk=preset.pk)
-        diff = _diff({f: getattr(current, f) for f in columns}, columns)
-        if not diff:
+        before = {f: getattr(current, f) for f in columns}
+        changed = list(diff(before, columns))
+        if not changed:
             return current
-        for field in diff:
+        for field in changed:
             setattr(current, field, columns[field])
-        current.save(update_fields=list(diff))
-        _audit(current.workspace, actor, "preset.update", current.slug, diff)
+        current.save(update_fields=changed)
+        _audit(current.workspace, actor, "preset.update", current.slug, before, columns)
     return current
 
 
@@ -166,8 +161,7 @@ def delete_preset(preset: Preset, *, actor: str) -> None:
         except ProtectedError:  # settings naming it were written after the check
             names = list(users.values_list("name", flat=True))
             raise PresetInUse(current, names) from None
-        changes = {f: {"before": _audit_value(v), "after": None} for f, v in before.items()}
-        _audit(current.workspace, actor, "preset.delete", before["slug"], changes)
+        _audit(current.workspace, actor, "preset.delete", before["slug"], before, None)
 
 
 # Key settings -----------------------------------------------------------------------
@@ -232,16 +226,19 @@ def set_key_settings(
         resolved = _resolved(workspace, changes)
         row = KeySettings.objects.select_for_update().filter(workspace=workspace, name=name)
         current = row.first()
-        diff = _diff(_settings_values(current), resolved)
-        if not diff:
+        after = _as_audited(resolved)
+        shown = _as_audited(_settings_values(current))
+        before = {field: value for field, value in shown.items() if field in after}
+        changed = list(diff(before, after))
+        if not changed:
             return current
         if current is None:
             current = KeySettings(workspace=workspace, name=name)
-        for field in diff:
+        for field in changed:
             setattr(current, field, resolved[field])
         action = "key_settings.create" if current.pk is None else "key_settings.update"
         current.save()
-        _audit(workspace, actor, action, name, diff)
+        _audit(workspace, actor, action, name, before, after)
     return current
 
 
@@ -270,8 +267,8 @@ def update_key(
         if carried is not None and updated.name != old_name:
             carried.name = updated.name
             carried.save(update_fields=["name", "updated_at"])
-            changes = {"name": {"before": old_name, "after": updated.name}}
-            _audit(workspace, actor, "key_settings.rename", updated.name, changes)
+            _audit(workspace, actor, "key_settings.rename", updated.name,
+                   {"name": old_name}, {"name": updated.name})  # fmt: skip
         if settings_changes:
             set_key_settings(workspace, updated.name, settings_changes, actor=actor)
     return updated

@@ -1,8 +1,9 @@
 """Writes to routes (SPEC R-ROUTE-2, D-25, R-OBS-4): saving a route as a new immutable
 version, deploying a version, rolling back, and the diff between two versions. Each write
-runs in one transaction and records an AdminEvent saying who, when and what changed (the
-diff, node by node). `apply`, `manage.py route`, the management API and the rollout
-guard all come through here.
+runs in one transaction and records an AdminEvent (`audit.events.record_event`) saying
+who, when and what changed: the route's `version` (a save) or `deployed_version` (a
+deploy or rollback) before and after, and beside it the `diff` node by node. `apply`,
+`manage.py route`, the management API and the rollout guard all come through here.
 
 A deploy or rollback saves the `Route` row, whose post_save receiver bumps the
 configuration version on commit (gateway/state/snapshot.py): every replica reloads its
@@ -18,7 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
-from audit.models import AdminEvent
+from audit.events import record_event
 from presets.catalog import catalog_names
 from presets.models import Route, RouteDeployment, RouteVersion
 from routing.engine.resolve import CatalogNames
@@ -70,10 +71,13 @@ def save_route(
             author=actor,
             message=message[:MAX_MESSAGE_CHARS],
         )
-        _audit(actor, route, "route.save", version, {
-            "version": version.number, "message": version.message,
-            "diff": render_diff(diff_routes(newest.content if newest else {}, stored)),
-        })  # fmt: skip
+        _audit(
+            actor, route, "route.save", version,
+            before={"version": newest.number} if newest else None,
+            after={"version": version.number},
+            extra={"message": version.message,
+                   "diff": render_diff(diff_routes(newest.content if newest else {}, stored))},
+        )  # fmt: skip
     return SavedRoute(route, version, created=True)
 
 
@@ -158,24 +162,30 @@ def _put_in_effect(
     route.deployed = version
     route.save(update_fields=["deployed", "updated_at"])
     RouteDeployment.objects.create(route=route, version=version, action=action, actor=actor)
-    changes: dict[str, Any] = {
-        "from": before.number if before else None,
-        "to": version.number,
+    extra: dict[str, Any] = {
         "diff": render_diff(diff_routes(before.content if before else {}, version.content)),
     }
     if numbers is not None:
-        changes["numbers"] = dict(numbers)
-    _audit(actor, route, f"route.{action}", version, changes)
+        extra["numbers"] = dict(numbers)
+    _audit(
+        actor, route, f"route.{action}", version,
+        before={"deployed_version": before.number if before else None},
+        after={"deployed_version": version.number},
+        extra=extra,
+    )  # fmt: skip
     return version
 
 
 def _audit(
-    actor: str, route: Route, action: str, version: RouteVersion, changes: dict[str, Any]
+    actor: str,
+    route: Route,
+    action: str,
+    version: RouteVersion,
+    *,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any],
+    extra: Mapping[str, Any],
 ) -> None:
-    AdminEvent.objects.create(
-        actor=actor,
-        workspace=route.workspace,
-        action=action,
-        target=f"{route.slug} v{version.number}",
-        changes=changes,
-    )
+    record_event(actor=actor, workspace=route.workspace, action=action,
+                 target=f"{route.slug} v{version.number}", before=before, after=after,
+                 extra=extra)  # fmt: skip

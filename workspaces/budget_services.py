@@ -1,9 +1,9 @@
 """Writes to budgets and rate limits (SPEC R-LIM-1, R-LIM-2, D-24, D-28, R-OBS-4), for the
 management API (presets/budget_views.py, the keys resource) and the console. Values come
 validated (presets/budget_serializers.py applies `apply`'s rules); money is integer
-micro-dollars. Each function runs in one transaction and audits itself: one AdminEvent per
-row that changed, with the before/after of each field; a write that changes nothing
-writes no event.
+micro-dollars. Each function runs in one transaction and audits itself
+(`audit.events.record_event`): one AdminEvent per row that changed, with the before/after
+of each field; a write that changes nothing writes no event.
 
 A budget or limit belongs to the workspace (`key_name` "") or to the key of a name (D-24),
 like a key's settings: a key made later under the name, or rotated, has it at once.
@@ -22,7 +22,7 @@ from typing import Any
 
 from django.db import transaction
 
-from audit.models import AdminEvent
+from audit.events import diff, record_event
 from workspaces.models import Budget, RateLimit, Workspace
 
 BUDGET_FIELDS = ("limit_micros", "alerts")
@@ -63,19 +63,16 @@ def _locked(workspace: Workspace) -> Workspace:
     return Workspace.objects.select_for_update().get(pk=workspace.pk)
 
 
-def _audit(workspace: Workspace, actor: str, action: str, target: str, changes: Any) -> None:
-    AdminEvent.objects.create(
-        actor=actor, workspace=workspace, action=action, target=target, changes=changes
-    )
-
-
-def _diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """`{field: {"before": b, "after": a}}` for each field of `after` whose value changed."""
-    return {
-        field: {"before": before.get(field), "after": value}
-        for field, value in after.items()
-        if before.get(field) != value
-    }
+def _audit(
+    workspace: Workspace,
+    actor: str,
+    action: str,
+    target: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+) -> None:
+    record_event(actor=actor, workspace=workspace, action=action, target=target,
+                 before=before, after=after)  # fmt: skip
 
 
 def _target(key_name: str, what: str = "") -> str:
@@ -106,14 +103,15 @@ def set_budget(
                 workspace=locked, key_name=key_name, period=values.period, **after
             )
             created = {"key_name": key_name, "period": values.period, **after}
-            _audit(locked, actor, "budget.create", target, _diff({}, created))
+            _audit(locked, actor, "budget.create", target, None, created)
             return SavedBudget(row, created=True)
-        diff = _diff(_budget_values(row), after)
-        if diff:
-            for field in diff:
+        before = _budget_values(row)
+        changed = list(diff(before, after))
+        if changed:
+            for field in changed:
                 setattr(row, field, after[field])
-            row.save(update_fields=list(diff))
-            _audit(locked, actor, "budget.update", target, diff)
+            row.save(update_fields=changed)
+            _audit(locked, actor, "budget.update", target, before, after)
     return SavedBudget(row, created=False)
 
 
@@ -126,8 +124,7 @@ def delete_budget(budget: Budget, *, actor: str) -> None:
             return
         before = {"key_name": row.key_name, "period": row.period, **_budget_values(row)}
         row.delete()
-        changes = {field: {"before": value, "after": None} for field, value in before.items()}
-        _audit(locked, actor, "budget.delete", _target(row.key_name, row.period), changes)
+        _audit(locked, actor, "budget.delete", _target(row.key_name, row.period), before, None)
 
 
 def set_key_budget(
@@ -161,8 +158,9 @@ def set_rate_limits(
     with transaction.atomic():
         locked = _locked(workspace)
         row = RateLimit.objects.filter(workspace=locked, key_name=key_name).first()
-        diff = _diff(_limit_values(row), after)
-        if not diff:
+        before = _limit_values(row)
+        changed = list(diff(before, after))
+        if not changed:
             return row
         if values.is_empty and row is not None:
             row.delete()
@@ -171,11 +169,11 @@ def set_rate_limits(
             row = RateLimit.objects.create(workspace=locked, key_name=key_name, **after)
             action = "rate_limit.create"
         else:
-            for field in diff:
+            for field in changed:
                 setattr(row, field, after[field])
-            row.save(update_fields=list(diff))
+            row.save(update_fields=changed)
             action = "rate_limit.update"
-        _audit(locked, actor, action, _target(key_name), diff)
+        _audit(locked, actor, action, _target(key_name), before, after)
     return row
 
 
@@ -202,10 +200,10 @@ def carry_to_new_name(workspace: Workspace, old_name: str, new_name: str, *, act
                     f"the name {new_name!r} already has budgets or rate limits of its own; "
                     f"those of {old_name!r} would have nowhere to go"
                 )
-        changes = {"key_name": {"before": old_name, "after": new_name}}
         for row in [*budgets, *limits]:
             row.key_name = new_name
             row.save(update_fields=["key_name"])
             action = "budget.rename" if isinstance(row, Budget) else "rate_limit.rename"
             what = row.period if isinstance(row, Budget) else ""
-            _audit(locked, actor, action, _target(new_name, what), changes)
+            _audit(locked, actor, action, _target(new_name, what),
+                   {"key_name": old_name}, {"key_name": new_name})  # fmt: skip

@@ -1,7 +1,8 @@
-"""Writes to tenancy data. Each service runs in one transaction and audits itself: one
-AdminEvent per change, saying who (`actor`: a username, `token:<name>` or `cli:<command>`),
-what (`action`, `target`) and the before/after of every field that changed (`changes`,
-R-OBS-4). Never a secret or its HMAC.
+"""Writes to tenancy data. Each service runs in one transaction and audits itself through
+`audit.events.record_event`: one AdminEvent per change, saying who (`actor`: a username,
+`token:<name>` or `cli:<command>`), what (`action`, `target`) and the before/after of every
+field that changed (`changes`, R-OBS-4). A secret, its HMAC or its ciphertext shows only
+as the marker `[secret]`.
 
 Views, commands and the console call these; none of them saves a model itself.
 """
@@ -19,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from audit.models import AdminEvent
+from audit.events import diff, record_event
 from workspaces.keys import KEY_PREFIX, generate_key, generate_token, split_key
 from workspaces.models import (
     NAME_MAX_CHARS,
@@ -73,24 +74,6 @@ class CreatedToken:
     plaintext: str  # shown once, never stored
 
 
-def _audit_value(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """`{field: {"before": b, "after": a}}` for every field whose value changed."""
-    return {
-        field: {"before": _audit_value(before.get(field)), "after": _audit_value(value)}
-        for field, value in after.items()
-        if before.get(field) != value
-    }
-
-
-def _created(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The `changes` of a row that did not exist: every field, from None."""
-    return {field: {"before": None, "after": _audit_value(v)} for field, v in values.items()}
-
-
 def _checked_name(name: str) -> str:
     if not name.strip():
         raise InvalidName("a name cannot be blank")
@@ -131,13 +114,10 @@ def create_api_key(
                 secret_hmac=issued.secret_hmac,
                 expires_at=expires_at,
             )
-            AdminEvent.objects.create(
-                actor=actor,
-                workspace=workspace,
-                action="api_key.create",
-                target=key.prefix,
-                changes=_created({"name": name, "expires_at": expires_at}),
-            )
+            record_event(
+                actor=actor, workspace=workspace, action="api_key.create", target=key.prefix,
+                before=None, after={"name": name, "expires_at": expires_at},
+            )  # fmt: skip
     except IntegrityError:  # a concurrent create won the name (the database constraint)
         if _key_name_taken(workspace, name):
             raise _duplicate_key(workspace, name) from None
@@ -160,23 +140,20 @@ def update_api_key(key: ApiKey, changes: Mapping[str, Any], *, actor: str) -> Ap
             if current.revoked_at is not None:
                 raise KeyRevoked(f"{current.prefix} is revoked")
             before = {field: getattr(current, field) for field in changes}
-            diff = _diff(before, changes)
-            if not diff:
+            changed = list(diff(before, changes))
+            if not changed:
                 return current
-            if "name" in diff and _key_name_taken(
+            if "name" in changed and _key_name_taken(
                 current.workspace, changes["name"], exclude_pk=current.pk
             ):
                 raise _duplicate_key(current.workspace, changes["name"])
-            for field in diff:
+            for field in changed:
                 setattr(current, field, changes[field])
-            current.save(update_fields=list(diff))  # post_save: gateways reload (snapshot)
-            AdminEvent.objects.create(
-                actor=actor,
-                workspace=current.workspace,
-                action="api_key.update",
-                target=current.prefix,
-                changes=diff,
-            )
+            current.save(update_fields=changed)  # post_save: gateways reload (snapshot)
+            record_event(
+                actor=actor, workspace=current.workspace, action="api_key.update",
+                target=current.prefix, before=before, after=changes,
+            )  # fmt: skip
     except IntegrityError:  # a concurrent change won the name
         if "name" in changes and _key_name_taken(key.workspace, changes["name"], exclude_pk=key.pk):
             raise _duplicate_key(key.workspace, changes["name"]) from None
@@ -220,13 +197,10 @@ def _revoke(secret: ApiKey | ManagementToken, action: str, actor: str) -> bool:
             return False
         current.revoked_at = timezone.now()
         current.save(update_fields=["revoked_at"])
-        AdminEvent.objects.create(
-            actor=actor,
-            workspace=current.workspace,
-            action=action,
-            target=current.prefix,
-            changes=_diff({"revoked_at": None}, {"revoked_at": current.revoked_at}),
-        )
+        record_event(
+            actor=actor, workspace=current.workspace, action=action, target=current.prefix,
+            before={"revoked_at": None}, after={"revoked_at": current.revoked_at},
+        )  # fmt: skip
     secret.revoked_at = current.revoked_at
     return True
 
@@ -261,13 +235,10 @@ def create_management_token(
                 lookup_id=issued.lookup_id,
                 secret_hmac=issued.secret_hmac,
             )
-            AdminEvent.objects.create(
-                actor=actor,
-                workspace=workspace,
-                action="management_token.create",
-                target=token.prefix,
-                changes=_created({"name": name, "role": role}),
-            )
+            record_event(
+                actor=actor, workspace=workspace, action="management_token.create",
+                target=token.prefix, before=None, after={"name": name, "role": role},
+            )  # fmt: skip
     except IntegrityError:
         if _token_name_taken(workspace, name):
             raise _duplicate_token(workspace, name) from None
@@ -285,24 +256,21 @@ def set_membership(workspace: Workspace, user: Any, *, role: str, actor: str) ->
     Audited only when something changed."""
     role = Role(role).value
     with transaction.atomic():
-        membership = (
-            Membership.objects.select_for_update().filter(workspace=workspace, user=user).first()
-        )
-        before = {"role": membership.role} if membership else {}
+        locked = Membership.objects.select_for_update().filter(workspace=workspace, user=user)
+        membership: Membership | None = locked.first()
+        before = {"role": membership.role} if membership else None
         if membership is None:
             membership = Membership.objects.create(workspace=workspace, user=user, role=role)
         elif membership.role != role:
             membership.role = role
             membership.save(update_fields=["role"])
-        diff = _diff(before, {"role": role})
-        if diff:
-            AdminEvent.objects.create(
-                actor=actor,
-                workspace=workspace,
-                action="membership.create" if not before else "membership.update",
-                target=f"user:{user.get_username()}",
-                changes=diff,
-            )
+        else:
+            return membership
+        record_event(
+            actor=actor, workspace=workspace,
+            action="membership.create" if before is None else "membership.update",
+            target=f"user:{user.get_username()}", before=before, after={"role": role},
+        )  # fmt: skip
     return membership
 
 
@@ -314,24 +282,31 @@ def create_console_user(
     Role(role)  # an unknown role fails before anything is written
     with transaction.atomic():
         user = get_user_model().objects.create_user(username=username, password=password)
-        AdminEvent.objects.create(
-            actor=actor,
-            workspace=workspace,
-            action="user.create",
-            target=f"user:{username}",
-            changes=_created({"username": username}),
-        )
+        record_event(
+            actor=actor, workspace=workspace, action="user.create", target=f"user:{username}",
+            before=None, after={"username": username},
+        )  # fmt: skip
         return set_membership(workspace, user, role=role, actor=actor)
+
+
+def create_superuser(username: str, *, email: str, password: str, actor: str) -> Any:
+    """A console superuser, who sees every workspace (`bootstrap --demo`'s `admin`); one
+    `user.create` event of no workspace. The password is hashed and never audited."""
+    with transaction.atomic():
+        user = get_user_model().objects.create_superuser(username, email, password)
+        record_event(
+            actor=actor, workspace=None, action="user.create", target=f"user:{username}",
+            before=None, after={"username": username, "is_superuser": True},
+        )  # fmt: skip
+    return user
 
 
 # BYOK credentials (SPEC R-BYOK-1, R-MGT-1) --------------------------------------------
 #
 # Sealed exactly as `apply` seals them (AES-256-GCM, bound to workspace and provider). The
 # row's post_save / post_delete / m2m_changed receivers bump the configuration version on
-# commit, so every gateway reloads within one poll. An event records that a secret was
-# set or replaced, never the secret.
-
-SECRET_SET, SECRET_REPLACED = "set", "replaced"  # a credential event's `secret` change
+# commit, so every gateway reloads within one poll. An event's `secret` is the ciphertext,
+# which `record_event` shows as `[secret]`: it says the key was set, replaced or removed.
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,6 +367,11 @@ def _sealed_into(credential: ProviderCredential, secret: str) -> None:
     credential.key_id = sealed.key_id
 
 
+def _sealed_of(credential: ProviderCredential) -> bytes:
+    """What an event's `secret` compares: the stored ciphertext (shown as `[secret]`)."""
+    return bytes(credential.ciphertext)
+
+
 def _rules_of(credential: ProviderCredential) -> dict[str, Any]:
     return {
         "allowed_models": list(credential.allowed_models),
@@ -430,13 +410,10 @@ def create_credential(
             _sealed_into(credential, secret)
             credential.save()
             credential.api_keys.set(keys)
-            AdminEvent.objects.create(
-                actor=actor,
-                workspace=workspace,
-                action="credential.create",
-                target=provider,
-                changes=_created({**_audited_rules(rules), "secret": SECRET_SET}),
-            )
+            record_event(
+                actor=actor, workspace=workspace, action="credential.create", target=provider,
+                before=None, after={**_audited_rules(rules), "secret": _sealed_of(credential)},
+            )  # fmt: skip
     except IntegrityError:  # a concurrent create won the provider (the constraint)
         if ProviderCredential.objects.filter(workspace=workspace, provider_slug=provider).exists():
             raise _duplicate_credential(workspace, provider) from None
@@ -459,24 +436,21 @@ def replace_credential(
     with transaction.atomic():
         current = ProviderCredential.objects.select_for_update().get(pk=credential.pk)
         keys = _checked(current.workspace, current.provider_slug, rules)
-        diff = _diff(_rules_of(current), _audited_rules(rules))
+        before = {**_rules_of(current), "secret": _sealed_of(current)}
+        after = {**_audited_rules(rules), "secret": before["secret"]}
         if secret is not None:
-            diff["secret"] = {"before": SECRET_SET, "after": SECRET_REPLACED}
-        if not diff:
+            _sealed_into(current, secret)  # a fresh nonce: a new ciphertext, even for the same key
+            after["secret"] = _sealed_of(current)
+        if not diff(before, after):
             return current
         current.allowed_models = list(rules.allowed_models)
         current.managed_fallback = rules.managed_fallback
-        if secret is not None:
-            _sealed_into(current, secret)
         current.save()
         current.api_keys.set(keys)
-        AdminEvent.objects.create(
-            actor=actor,
-            workspace=current.workspace,
-            action="credential.update",
-            target=current.provider_slug,
-            changes=diff,
-        )
+        record_event(
+            actor=actor, workspace=current.workspace, action="credential.update",
+            target=current.provider_slug, before=before, after=after,
+        )  # fmt: skip
     return current
 
 
@@ -485,12 +459,9 @@ def delete_credential(credential: ProviderCredential, *, actor: str) -> None:
     the managed key. The event keeps the rules it had."""
     with transaction.atomic():
         current = ProviderCredential.objects.select_for_update().get(pk=credential.pk)
-        before = {**_rules_of(current), "secret": SECRET_SET}
+        before = {**_rules_of(current), "secret": _sealed_of(current)}
         current.delete()
-        AdminEvent.objects.create(
-            actor=actor,
-            workspace=credential.workspace,
-            action="credential.delete",
-            target=credential.provider_slug,
-            changes={field: {"before": value, "after": None} for field, value in before.items()},
-        )
+        record_event(
+            actor=actor, workspace=credential.workspace, action="credential.delete",
+            target=credential.provider_slug, before=before, after=None,
+        )  # fmt: skip

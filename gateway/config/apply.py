@@ -2,10 +2,17 @@
 
 `apply_config` validates the whole file first (`schema.parse_config`, with what the
 database already holds as context), then creates or updates every row in one transaction
-and records one `config.apply` AdminEvent in it. Rows are matched by slug (by id for
-endpoints); rows absent from the file are left alone. A row whose values already match is
-not saved, which makes a second apply of the same file a no-op. Secrets are compared by
-decrypting what is stored, because every seal produces a new ciphertext.
+and audits it there (`audit.events.record_event`, R-OBS-4): one `config.apply` event for
+the run (no workspace: the report's counts and change list, and the before/after of each
+catalog row it changed), and one per workspace whose rows it changed (the before/after of
+each), so a workspace's audit log shows what apply did to it and nothing of the others.
+Routes are audited by their own `route.save` / `route.deploy` events (presets/services.py).
+A secret shows as `[secret]`, whether it was set (before None) or replaced.
+
+Rows are matched by slug (by id for endpoints); rows absent from the file are left alone.
+A row whose values already match is not saved, which makes a second apply of the same file
+a no-op. Secrets are compared by decrypting what is stored, because every seal produces a
+new ciphertext.
 
 Every write goes through `Model.save()`, so the snapshot's post_save receivers bump the
 configuration version on commit; nothing here uses `QuerySet.update()` or `bulk_create`.
@@ -23,7 +30,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
-from audit.models import AdminEvent
+from audit.events import diff, record_event
 from gateway.config.export import export_config
 from gateway.config.schema import parse_config
 from gateway.config.types import (
@@ -52,7 +59,6 @@ KINDS = (
     "preset", "key", "route", "budget", "limit",
 )  # fmt: skip
 ACTION = "config.apply"
-TARGET_MAX_CHARS = 200  # AdminEvent.target
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,20 +104,44 @@ class ApplyReport:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """Which row of the file: for the report's lines and the audit's objects."""
+
+    kind: str  # one of KINDS
+    label: str  # `groq`, `acme/groq`, `acme/* daily`
+    workspace: str | None = None  # the slug of the workspace it belongs to; None: the catalog
+
+
 @dataclass
 class _Tally:
     counts: dict[str, list[int]] = field(default_factory=lambda: {k: [0, 0, 0] for k in KINDS})
     changes: list[str] = field(default_factory=list)
+    # per workspace slug (None: the catalog), each changed row's kind, name and field diff
+    objects: dict[str | None, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def record(self, kind: str, label: str, created: bool, changed: list[str]) -> None:
+    def record(
+        self, row: _Row, created: bool, changed: list[str], audited: Mapping[str, Any]
+    ) -> None:
         if created:
-            self.counts[kind][0] += 1
-            self.changes.append(f"created {kind} {label}")
+            self.counts[row.kind][0] += 1
+            self.changes.append(f"created {row.kind} {row.label}")
         elif changed:
-            self.counts[kind][1] += 1
-            self.changes.append(f"updated {kind} {label}: {', '.join(changed)}")
+            self.counts[row.kind][1] += 1
+            self.changes.append(f"updated {row.kind} {row.label}: {', '.join(changed)}")
         else:
-            self.counts[kind][2] += 1
+            self.counts[row.kind][2] += 1
+        self._audit(row, audited)
+
+    def removed(self, row: _Row, before: Mapping[str, Any]) -> None:
+        self.counts[row.kind][1] += 1
+        self.changes.append(f"removed {row.kind} {row.label}")
+        self._audit(row, diff(before, None))
+
+    def _audit(self, row: _Row, changes: Mapping[str, Any]) -> None:
+        if changes:
+            entry = {"kind": row.kind, "name": row.label, "changes": dict(changes)}
+            self.objects.setdefault(row.workspace, []).append(entry)
 
     def report(self, *, dry_run: bool) -> ApplyReport:
         counts = {kind: KindCounts(*numbers) for kind, numbers in self.counts.items()}
@@ -147,15 +177,23 @@ def apply_config(
         tally = _Tally()
         _write(config, tally, actor=actor, deploy=deploy)
         report = tally.report(dry_run=dry_run)
-        AdminEvent.objects.create(
-            actor=actor,
-            action=ACTION,
-            target=target[:TARGET_MAX_CHARS],
-            changes={"counts": report.as_dict(), "changes": list(report.changes)},
-        )
+        _record_events(tally, report, actor=actor, target=target)
         if dry_run:
             transaction.set_rollback(True)
     return report
+
+
+def _record_events(tally: _Tally, report: ApplyReport, *, actor: str, target: str) -> None:
+    """The run's event (no workspace), then one per workspace whose rows changed."""
+    run = {"counts": report.as_dict(), "changes": list(report.changes),
+           "objects": tally.objects.get(None, [])}  # fmt: skip
+    record_event(actor=actor, workspace=None, action=ACTION, target=target,
+                 before=None, after=None, extra=run)  # fmt: skip
+    slugs = [slug for slug in tally.objects if slug is not None]
+    workspaces = Workspace.objects.in_bulk(slugs, field_name="slug")
+    for slug in slugs:
+        record_event(actor=actor, workspace=workspaces[slug], action=ACTION, target=target,
+                     before=None, after=None, extra={"objects": tally.objects[slug]})  # fmt: skip
 
 
 def _existing() -> Existing:
@@ -183,52 +221,65 @@ def _slugs_by_workspace(model: type[models.Model]) -> dict[str, frozenset[str]]:
     return {workspace: frozenset(found) for workspace, found in slugs.items()}
 
 
+# A sealer stores a row's secret; when it re-sealed, it returns the stored ciphertext (None
+# if there was none) and the new one, which the audit shows as `[secret]`.
+_Sealer = Callable[[models.Model], tuple[bytes | None, bytes] | None]
+
+
 def _upsert(
-    tally: _Tally, kind: str, label: str, row: models.Model | None,
-    factory: Callable[[], models.Model], values: Mapping[str, Any],
-    sealer: Callable[[Any], bool] | None = None,
+    tally: _Tally, which: _Row, row: models.Model | None,
+    factory: Callable[[], models.Model], values: Mapping[str, Any], sealer: _Sealer | None = None,
 ) -> Any:  # fmt: skip
     """Create `row` (via `factory`) or update the fields of `values` that differ; save
-    only when something changed. `sealer` stores a secret and says whether it changed."""
+    only when something changed, and tally the before/after of what did."""
     created = row is None
     if row is None:
         row = factory()
+    before = None if created else {name: _audited(getattr(row, name)) for name in values}
     changed = [name for name, value in values.items() if created or getattr(row, name) != value]
     for name in changed:
         setattr(row, name, values[name])
-    if sealer is not None and sealer(row):
+    after = {name: _audited(value) for name, value in values.items()}
+    resealed = sealer(row) if sealer is not None else None
+    if resealed is not None:
         changed.append("api_key")
+        after["api_key"] = resealed[1]
+        if before is not None:
+            before["api_key"] = resealed[0]
     if created or changed:
         if hasattr(row, "updated_at"):
             row.updated_at = timezone.now()  # VirtualModel's is not auto_now
         row.save()
-    tally.record(kind, label, created, [] if created else changed)
+    tally.record(which, created, [] if created else changed, diff(before, after))
     return row
 
 
-def _sealer(
-    secret: Secret | None, aad: bytes, columns: tuple[str, str, str]
-) -> Callable[[models.Model], bool]:
+def _audited(value: Any) -> Any:
+    """A column's value as the audit shows it: a row it refers to (a key's preset) by slug."""
+    return getattr(value, "slug", value) if isinstance(value, models.Model) else value
+
+
+def _sealer(secret: Secret | None, aad: bytes, columns: tuple[str, str, str]) -> _Sealer:
     """A `sealer` for `_upsert`: re-seal only when the stored key differs from `secret`."""
     ciphertext_col, nonce_col, key_id_col = columns
     keys = settings.SWITCHYARD_ENCRYPTION_KEYS
 
-    def store(row: models.Model) -> bool:
+    def store(row: models.Model) -> tuple[bytes | None, bytes] | None:
         if secret is None:
-            return False
+            return None
         stored = getattr(row, ciphertext_col)
         if stored:
             sealed = Sealed(bytes(stored), bytes(getattr(row, nonce_col)), getattr(row, key_id_col))
             try:
                 if unseal(sealed, aad, keys) == secret.plaintext:
-                    return False
+                    return None
             except DecryptionError:
                 pass  # stored under a retired key or for another owner: replace it
         fresh = seal(secret.plaintext, aad, keys)
         setattr(row, ciphertext_col, fresh.ciphertext)
         setattr(row, nonce_col, fresh.nonce)
         setattr(row, key_id_col, fresh.key_id)
-        return True
+        return (bytes(stored) if stored else None), fresh.ciphertext
 
     return store
 
@@ -250,15 +301,14 @@ def _write(config: Config, tally: _Tally, *, actor: str, deploy: bool) -> None:
         columns = ("credential_ciphertext", "credential_nonce", "credential_key_id")
         sealer = _sealer(spec.api_key, owner_aad(None, spec.slug), columns)
         row = providers.get(spec.slug)
-        _upsert(
-            tally, "provider", spec.slug, row, partial(Provider, slug=spec.slug), values, sealer
-        )
+        which = _Row("provider", spec.slug)
+        _upsert(tally, which, row, partial(Provider, slug=spec.slug), values, sealer)
 
     catalog = CatalogModel.objects.in_bulk([s.slug for s in config.models], field_name="slug")
     for spec in config.models:
         values = _columns(spec, exclude=("slug",))
         factory = partial(CatalogModel, slug=spec.slug)
-        _upsert(tally, "model", spec.slug, catalog.get(spec.slug), factory, values)
+        _upsert(tally, _Row("model", spec.slug), catalog.get(spec.slug), factory, values)
 
     provider_ids = dict(Provider.objects.values_list("slug", "pk"))
     model_ids = dict(CatalogModel.objects.values_list("slug", "pk"))
@@ -267,14 +317,15 @@ def _write(config: Config, tally: _Tally, *, actor: str, deploy: bool) -> None:
         values = _columns(spec, exclude=("id", "provider", "model"))
         values.update(provider_id=provider_ids[spec.provider], model_id=model_ids[spec.model])
         factory = partial(Endpoint, id=spec.id)
-        _upsert(tally, "endpoint", spec.id, endpoints.get(spec.id), factory, values)
+        _upsert(tally, _Row("endpoint", spec.id), endpoints.get(spec.id), factory, values)
 
     slugs = [s.slug for s in config.virtual_models]
     virtual = VirtualModel.objects.in_bulk(slugs, field_name="slug")
     for spec in config.virtual_models:
         values = _columns(spec, exclude=("slug",))
         factory = partial(VirtualModel, slug=spec.slug)
-        _upsert(tally, "virtual_model", spec.slug, virtual.get(spec.slug), factory, values)
+        which = _Row("virtual_model", spec.slug)
+        _upsert(tally, which, virtual.get(spec.slug), factory, values)
 
     for workspace in config.workspaces:
         _write_workspace(workspace, tally, actor=actor, deploy=deploy)
@@ -288,12 +339,13 @@ def _write_workspace(spec: WorkspaceSpec, tally: _Tally, *, actor: str, deploy: 
         values["auto_router"] = spec.auto_router
     row = Workspace.objects.filter(slug=spec.slug).first()
     factory = partial(Workspace, slug=spec.slug)
-    workspace: Workspace = _upsert(tally, "workspace", spec.slug, row, factory, values)
+    ws = spec.slug
+    workspace: Workspace = _upsert(tally, _Row("workspace", ws, ws), row, factory, values)
 
     if spec.policy is not None:
         row = Policy.objects.filter(workspace=workspace).first()
         factory = partial(Policy, workspace=workspace)
-        _upsert(tally, "policy", spec.slug, row, factory, _columns(spec.policy))
+        _upsert(tally, _Row("policy", ws, ws), row, factory, _columns(spec.policy))
 
     stored = {c.provider_slug: c for c in ProviderCredential.objects.filter(workspace=workspace)}
     for cred in spec.credentials:
@@ -304,17 +356,15 @@ def _write_workspace(spec: WorkspaceSpec, tally: _Tally, *, actor: str, deploy: 
         aad = owner_aad(spec.slug, cred.provider)
         sealer = _sealer(cred.api_key, aad, ("ciphertext", "nonce", "key_id"))
         factory = partial(ProviderCredential, workspace=workspace, provider_slug=cred.provider)
-        label = f"{spec.slug}/{cred.provider}"
-        _upsert(tally, "credential", label, stored.get(cred.provider), factory, values, sealer)
+        which = _Row("credential", f"{ws}/{cred.provider}", ws)
+        _upsert(tally, which, stored.get(cred.provider), factory, values, sealer)
 
     presets = {p.slug: p for p in Preset.objects.filter(workspace=workspace)}
     for preset in spec.presets:
         factory = partial(Preset, workspace=workspace, slug=preset.slug)
         values = _columns(preset, exclude=("slug",))
-        label = f"{spec.slug}/{preset.slug}"
-        presets[preset.slug] = _upsert(
-            tally, "preset", label, presets.get(preset.slug), factory, values
-        )
+        which = _Row("preset", f"{ws}/{preset.slug}", ws)
+        presets[preset.slug] = _upsert(tally, which, presets.get(preset.slug), factory, values)
 
     settings = {k.name: k for k in KeySettings.objects.filter(workspace=workspace)}
     for key in spec.keys:
@@ -325,7 +375,8 @@ def _write_workspace(spec: WorkspaceSpec, tally: _Tally, *, actor: str, deploy: 
             "routes": list(key.routes),
         }
         factory = partial(KeySettings, workspace=workspace, name=key.name)
-        _upsert(tally, "key", f"{spec.slug}/{key.name}", settings.get(key.name), factory, values)
+        which = _Row("key", f"{ws}/{key.name}", ws)
+        _upsert(tally, which, settings.get(key.name), factory, values)
         # A key entry is the key's whole truth: no `budget:` / `limits:` there, none stored.
         _write_budgets(workspace, key.name, (key.budget,) if key.budget else (), tally)
         _write_limits(workspace, key.name, key.limits, tally)
@@ -349,27 +400,27 @@ def _write_budgets(
     for budget in specs:
         factory = partial(Budget, workspace=workspace, key_name=key_name, period=budget.period)
         values = {"limit_micros": budget.limit_micros, "alerts": list(budget.alerts)}
-        _upsert(tally, "budget", f"{scope} {budget.period}", stored.pop(budget.period, None),
-                factory, values)  # fmt: skip
+        which = _Row("budget", f"{scope} {budget.period}", workspace.slug)
+        _upsert(tally, which, stored.pop(budget.period, None), factory, values)
     for period, row in stored.items():
         row.delete()
-        tally.counts["budget"][1] += 1
-        tally.changes.append(f"removed budget {scope} {period}")
+        before = {"limit_micros": row.limit_micros, "alerts": row.alerts}
+        tally.removed(_Row("budget", f"{scope} {period}", workspace.slug), before)
 
 
 def _write_limits(
     workspace: Workspace, key_name: str, spec: LimitsSpec | None, tally: _Tally
 ) -> None:
     row = RateLimit.objects.filter(workspace=workspace, key_name=key_name).first()
-    label = f"{workspace.slug}/{key_name or '*'}"
+    which = _Row("limit", f"{workspace.slug}/{key_name or '*'}", workspace.slug)
     if spec is None:
         if row is not None:
             row.delete()
-            tally.counts["limit"][1] += 1
-            tally.changes.append(f"removed limit {label}")
+            fields = ("requests_per_minute", "tokens_per_minute", "concurrent")
+            tally.removed(which, {name: getattr(row, name) for name in fields})
         return
     factory = partial(RateLimit, workspace=workspace, key_name=key_name)
-    _upsert(tally, "limit", label, row, factory, _columns(spec))
+    _upsert(tally, which, row, factory, _columns(spec))
 
 
 def _write_route(
@@ -377,11 +428,11 @@ def _write_route(
 ) -> None:
     """A changed route is a new draft version (presets/services.py); it routes nothing
     until deployed (D-25), which `deploy` does at once."""
-    label = f"{workspace.slug}/{spec.slug}"
+    which = _Row("route", f"{workspace.slug}/{spec.slug}", workspace.slug)
     existed = Route.objects.filter(workspace=workspace, slug=spec.slug).exists()
     saved = save_route(workspace, spec.content, actor=actor, message="manage.py apply")
     changed = [f"version {saved.version.number}"] if saved.created and existed else []
     if deploy and saved.route.deployed_id != saved.version.pk:
         deploy_route(saved.route, saved.version.number, actor=actor)
         changed.append(f"deployed v{saved.version.number}")
-    tally.record("route", label, not existed, changed)
+    tally.record(which, not existed, changed, {})  # audited by the route's own events

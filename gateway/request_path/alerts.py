@@ -1,7 +1,10 @@
 """Budget alert thresholds (SPEC R-LIM-2): a settlement that carried a budget's spending
 over one of its fractions records it once per period — the `BudgetAlert` row is unique per
 counter (which names the period) and threshold, so whichever replica sees it first writes
-the audit event and counts the metric, and the others find the row and do nothing."""
+the audit event and counts the metric, and the others find the row and do nothing.
+
+An alert changes no configuration: its event (`audit.events.record_event`) has no
+before/after, only what was crossed (`budget`, `counter`, `threshold`, `limit_usd`)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from collections.abc import Sequence
 
 from django.db import IntegrityError, transaction
 
-from audit.models import AdminEvent
+from audit.events import record_event
 from gateway import metrics
 from gateway.admission.budgets import BudgetRule, usd
 from gateway.state.db_thread import in_db_thread
@@ -35,11 +38,11 @@ def _record(
         try:
             with transaction.atomic():
                 BudgetAlert.objects.create(counter=counter, threshold=threshold)
-                AdminEvent.objects.create(
-                    actor="switchyard", workspace_id=workspace_id, action=ACTION,
-                    target=f"{rule.label} at {threshold:g}"[:200],
-                    changes={"budget": rule.label, "counter": counter, "threshold": threshold,
-                             "limit_usd": usd(rule.limit_micros)},
+                record_event(
+                    actor="switchyard", workspace=workspace_id, action=ACTION,
+                    target=f"{rule.label} at {threshold:g}", before=None, after=None,
+                    extra={"budget": rule.label, "counter": counter, "threshold": threshold,
+                           "limit_usd": usd(rule.limit_micros)},
                 )  # fmt: skip
         except IntegrityError:
             continue  # fired already this period (another replica, or before a restart)

@@ -75,8 +75,8 @@ def test_r_bey_4_errors_on_the_canary_roll_the_route_back_with_the_numbers(guard
     assert [(r.route, r.version, r.to) for r in rolled] == [("r", 2, 1)]
     assert Route.objects.get(pk=guarded.pk).deployed.number == 1
     event = AdminEvent.objects.get(action="route.guard_rollback")
-    assert (event.actor, event.target, event.changes["from"], event.changes["to"]) == (
-        "rollout-guard", "r v1", 2, 1,
+    assert (event.actor, event.target, event.changes["deployed_version"]) == (
+        "rollout-guard", "r v1", {"before": 2, "after": 1},
     )  # fmt: skip
     numbers = event.changes["numbers"]
     assert (numbers["watched_error_rate"], numbers["baseline_error_rate"]) == (0.25, 0.0)

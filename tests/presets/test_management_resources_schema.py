@@ -52,6 +52,9 @@ def test_the_new_paths_and_their_methods_are_listed(schema):
         f"{WS}/budgets": {"get", "post"},
         f"{WS}/budgets/{{id}}": {"delete"},
         f"{WS}/limits": {"get", "put"},
+        f"{WS}/audit": {"get"},
+        f"{WS}/traces": {"get"},
+        f"{WS}/traces/{{trace_id}}": {"get"},
     }
     assert methods[f"{WS}/keys"] == {"get", "post"}
     assert methods[f"{WS}/keys/{{id}}"] == {"get", "patch", "delete"}

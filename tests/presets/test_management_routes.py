@@ -99,7 +99,7 @@ def test_posting_a_changed_route_creates_version_2(acme, owner):
     assert (response.json()["number"], response.json()["content"]) == (2, route(BIG))
     assert list(RouteVersion.objects.values_list("number", "message")) == [(1, ""), (2, "bigger")]
     assert route_events()[-1].changes == {
-        "version": 2,
+        "version": {"before": 1, "after": 2},
         "message": "bigger",
         "diff": [f"~ nodes.pick.model: {SMALL} → {BIG}"],
     }
@@ -340,8 +340,7 @@ def test_deploy_defaults_to_the_newest_version_and_is_audited(acme, owner):
         "support v3",
     )
     assert event.changes == {
-        "from": 1,
-        "to": 3,
+        "deployed_version": {"before": 1, "after": 3},
         "diff": ["+ description: third"],
     }
 
@@ -388,7 +387,7 @@ def test_rollback_defaults_to_the_version_deployed_before_and_is_audited(acme, o
         "route.rollback",
         "support v1",
     )
-    assert (event.changes["from"], event.changes["to"]) == (3, 1)
+    assert event.changes["deployed_version"] == {"before": 3, "after": 1}
 
 
 def test_rollback_to_a_given_version(acme, owner):

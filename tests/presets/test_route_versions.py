@@ -104,8 +104,7 @@ def test_r_obs_4_deploys_and_rollbacks_are_audited_with_the_diff(acme) -> None:
     # then
     event = AdminEvent.objects.filter(action="route.deploy").latest("id")
     assert (event.actor, event.target, event.workspace) == ("bob", "support v2", acme)
-    assert event.changes["from"] == 1
-    assert event.changes["to"] == 2
+    assert event.changes["deployed_version"] == {"before": 1, "after": 2}
     assert event.changes["diff"] == [
         "~ nodes.pick.model: meta/llama-3.3-70b → mistral/mistral-large"
     ]

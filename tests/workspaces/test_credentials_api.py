@@ -95,7 +95,7 @@ def test_r_byok_1_create_seals_the_key_for_the_workspace_and_shows_it_to_no_one(
         "allowed_models": {"before": None, "after": ["acme/vaulted"]},
         "api_keys": {"before": None, "after": [ci_key.lookup_id]},
         "managed_fallback": {"before": None, "after": True},
-        "secret": {"before": None, "after": "set"},
+        "secret": {"before": None, "after": "[secret]"},
     }
 
 
@@ -164,7 +164,7 @@ def test_r_mgt_1_put_with_a_key_replaces_it_and_audits_that_only(workspace, owne
     # then
     assert response.status_code == 200
     assert _secret_of(ProviderCredential.objects.get()) == NEW_SECRET
-    assert _events()[-1].changes == {"secret": {"before": "set", "after": "replaced"}}
+    assert _events()[-1].changes == {"secret": {"before": "[secret]", "after": "[secret]"}}
     assert NEW_SECRET not in response.content.decode()
 
 
@@ -195,7 +195,7 @@ def test_r_mgt_1_delete_removes_it_and_says_what_it_had(workspace, owner):
         "allowed_models": {"before": [], "after": None},
         "api_keys": {"before": [], "after": None},
         "managed_fallback": {"before": True, "after": None},
-        "secret": {"before": "set", "after": None},
+        "secret": {"before": "[secret]", "after": None},
     }
     assert owner.delete(VAULT).status_code == 404
 

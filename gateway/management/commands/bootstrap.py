@@ -1,5 +1,6 @@
 """`manage.py bootstrap --demo`: an admin user, the demo catalog and workspaces (from
-gateway/demo/switchyard-demo.yaml) and a fresh demo key, printed once."""
+gateway/demo/switchyard-demo.yaml) and a fresh demo key, printed once. Every write goes
+through a service, so each is audited (actor `cli:bootstrap`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gateway.config.apply import apply_config
 from workspaces.models import Workspace
-from workspaces.services import rotate_api_key
+from workspaces.services import create_superuser, rotate_api_key
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "switchyard-demo.yaml"
 
@@ -41,9 +42,9 @@ class Command(BaseCommand):
         demo = yaml.safe_load(DEMO_CONFIG.read_text())
         report = apply_config(demo, actor="cli:bootstrap", deploy=True)  # its routes too
         password = _admin_password()
-        users = get_user_model().objects
-        if not users.filter(username="admin").exists():
-            users.create_superuser("admin", "admin@example.invalid", password)
+        if not get_user_model().objects.filter(username="admin").exists():
+            create_superuser("admin", email="admin@example.invalid", password=password,
+                             actor="cli:bootstrap")  # fmt: skip
         workspace = Workspace.objects.get(slug="demo")
         # A new demo key each run; the one made by an earlier run is revoked (D-24 names).
         key = rotate_api_key(workspace, name="demo", actor="cli:bootstrap").plaintext
