@@ -3,7 +3,8 @@ periodic tasks Celery beat runs in production — the rollout guard (R-BEY-4) an
 retention purge — run here on the gateway worker's event loop, their queries in its
 database thread. With several workers each runs them; both tasks are safe to run twice
 (the guard rolls a route back only while the version it judged is deployed, the purge
-deletes what is expired). The budget sweeper runs on every worker, broker or not."""
+deletes what is expired). The budget sweeper, the trace spool's drain and the live-metric
+sharing run on every worker, broker or not."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from django.utils import timezone
 
 from audit.retention import purge_expired_traces
 from gateway.rollout_guard import check_rollout_guards
-from gateway.state import admission_state
+from gateway.state import admission_state, live_sharing, request_state
 from gateway.state.db_thread import in_db_thread
 
 log = logging.getLogger(__name__)
 
 GUARD_TICK_S = 5.0  # how often routes are looked at; each is judged per its interval_s
 PURGE_EVERY_S = 3600.0
+TRACE_DRAIN_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,8 @@ def start() -> None:
     if _tasks:
         return
     _tasks.append(asyncio.create_task(_sweep_budgets(settings.BUDGET_SWEEP_S)))
+    _tasks.append(asyncio.create_task(_drain_traces(TRACE_DRAIN_S)))
+    _tasks.append(asyncio.create_task(_share_live_metrics(settings.LIVE_ROLLUP_S)))
     if not settings.CELERY_BROKER_URL:  # else Celery beat runs them (gateway/celery.py)
         _tasks.extend(asyncio.create_task(_every(job)) for job in jobs())
 
@@ -75,6 +79,28 @@ async def _sweep_budgets(every_s: float) -> None:
             continue
         if swept:
             log.warning("charged %d abandoned budget reservations in full", len(swept))
+
+
+async def _drain_traces(every_s: float) -> None:
+    """Traces this worker (or an earlier process) spooled while the database was away
+    (R-OBS-1): each worker drains the spool of its own host, broker or not."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await request_state.drain_trace_spool()
+        except Exception:  # the next round tries again
+            log.exception("draining the trace spool failed")
+
+
+async def _share_live_metrics(every_s: float) -> None:
+    """This worker's live-metric slice handed in and the rollup read back (R-OBS-2), on
+    every worker; without a broker each also rolls up (gateway/state/live_sharing.py)."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await live_sharing.tick()
+        except Exception:  # the next round tries again; the router keeps its own window
+            log.warning("sharing live metrics failed", exc_info=True)
 
 
 async def _every(job: Job) -> None:

@@ -6,6 +6,7 @@ Every variable has an embedded default that runs a single-machine demo: SQLite u
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import environ
@@ -85,14 +86,32 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
     }
 else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    # Under ASGI each request of the full Django stack (the management API, the console)
+    # runs its sync view in a thread of its own: a persistent connection would be left
+    # open in every one of them ("too many clients" at a few hundred requests). So they
+    # close at the end of the request; the API path keeps its one database thread's
+    # connection open (gateway/state/db_thread.py). Put PgBouncer in front for many.
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # A database that is away must fail a connect fast: the trace writer spools then.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Traces the database could not take wait here (audit/spool.py), one folder per database
+# so a spool is never drained into another database than the one it was meant for.
+_db = DATABASES["default"]
+_db_where = f"{_db.get('HOST') or ''}:{_db.get('PORT') or ''}/{_db['NAME']}"
+_db_id = f"{Path(str(_db['NAME'])).stem}-{hashlib.sha256(_db_where.encode()).hexdigest()[:12]}"
+TRACE_SPOOL_DIR = Path(env.str("SWITCHYARD_TRACE_SPOOL_DIR", str(VAR_DIR / "trace-spool"))) / _db_id
+TRACE_SPOOL_MB = env.int("SWITCHYARD_TRACE_SPOOL_MB", default=512)
 
 REDIS_URL = env.str("REDIS_URL", default="")
 # Where budgets and rate limits are kept (gateway/admission/stores.py): auto picks Redis
 # when REDIS_URL is set, else the database on PostgreSQL, else this process.
 ADMISSION_STORE = env.str("SWITCHYARD_ADMISSION_STORE", default="auto")
+# How often each worker hands its live-metric slice in and reads the rollup back, and how
+# often Celery beat rolls the slices up (R-OBS-2; routing/rollup.py).
+LIVE_ROLLUP_S = env.float("SWITCHYARD_LIVE_ROLLUP_S", default=5.0)
 # How often each worker charges budget reservations whose request never settled.
 BUDGET_SWEEP_S = env.float("SWITCHYARD_BUDGET_SWEEP_S", default=10.0)
 # Redis keys and channel of the state replicas share (gateway/state/shared_state.py); replicas

@@ -172,6 +172,7 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 LIVE_UPSTREAM_KEY=UPSTREAM_KEY,
                 SWITCHYARD_SNAPSHOT_POLL_S="0.1",
                 SWITCHYARD_TRACE_FLUSH_S="0.05",
+                SWITCHYARD_TRACE_SPOOL_DIR=str(log_dir / "trace-spool"),
                 SWITCHYARD_MAX_BODY_BYTES="200000",
                 SWITCHYARD_TTFB_TIMEOUT_S="2",
                 # Guarded routes are judged every half second (SPEC D-26), not every 30 s.

@@ -6,8 +6,10 @@ context of its own, so a `sync_to_async` query from a request (or from a task it
 the snapshot's version poll, the trace flush) ran in a new thread with a new connection,
 left for the garbage collector to close. On PostgreSQL they piled up to "too many clients"
 once collections became rare (the collector is tuned for many held requests). Here every
-query runs in one thread, with one connection at a time, checked before each use
-(`CONN_MAX_AGE`, `CONN_HEALTH_CHECKS`) as a request would check it."""
+query runs in one thread, with one connection, kept open across calls (whatever
+`CONN_MAX_AGE` says: that is for the request threads of the management API and console)
+and dropped before a call once an error has left it unusable, e.g. after a database
+restart."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from functools import wraps
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, connections
+from django.db import connections
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -32,10 +34,24 @@ def in_db_thread(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 
     @wraps(func)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
-        close_old_connections()  # drop a connection that is too old or broken first
+        _drop_broken_connections()
         return func(*args, **kwargs)
 
     return sync_to_async(checked, thread_sensitive=False, executor=_EXECUTOR)
+
+
+def _drop_broken_connections() -> None:
+    """Django's `close_if_unusable_or_obsolete` without the age limit."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is None:
+            continue
+        if conn.get_autocommit() != conn.settings_dict["AUTOCOMMIT"]:
+            conn.close()  # a transaction left open: never reuse it
+        elif conn.errors_occurred:
+            if conn.is_usable():
+                conn.errors_occurred = False
+            else:
+                conn.close()
 
 
 def close_connections() -> None:

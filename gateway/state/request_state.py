@@ -327,6 +327,11 @@ async def flush_traces() -> None:
     await runtime.traces().flush()
 
 
+async def drain_trace_spool() -> None:
+    """Traces spooled while the database was away, written now if it takes them."""
+    await runtime.traces().drain()
+
+
 def live_by_provider() -> dict[str, dict[str, object]]:
     """`GET /health`: this worker's live numbers per provider, now."""
     return runtime.live().by_provider(time.time())

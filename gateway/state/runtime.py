@@ -13,6 +13,7 @@ import httpx
 from django.conf import settings
 
 from audit.record import TraceWriter
+from audit.spool import TraceSpool
 from gateway.gateway_settings import GatewaySettings
 from gateway.state import admission_state
 from gateway.state.db_thread import in_db_thread
@@ -60,17 +61,22 @@ def snapshots() -> SnapshotHolder:
 def traces() -> TraceWriter:
     global _writer
     if _writer is None:
-        _writer = TraceWriter(flush_s=settings.GATEWAY.trace_flush_s, run_sync=in_db_thread)
+        spool = TraceSpool(settings.TRACE_SPOOL_DIR, max_bytes=settings.TRACE_SPOOL_MB << 20)
+        _writer = TraceWriter(
+            flush_s=settings.GATEWAY.trace_flush_s, run_sync=in_db_thread, spool=spool
+        )
     return _writer
 
 
 def live() -> LiveMetrics:
-    """This worker's live metrics (per process until rollups move to Redis, R-OBS-2)."""
+    """This worker's live metrics, merged with every worker's rollup (R-OBS-2)."""
     global _live
     if _live is None:
         _live = LiveMetrics(
             health_window_s=settings.GATEWAY.health_window_s,
             unhealthy_errors=settings.GATEWAY.unhealthy_errors,
+            # a rollup this old means the rollup stopped: this worker's own window then
+            fleet_stale_s=max(10.0, 4 * settings.LIVE_ROLLUP_S),
         )
     return _live
 

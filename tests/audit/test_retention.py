@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from audit.models import RequestTrace
 from audit.retention import purge_expired_traces
@@ -60,3 +62,17 @@ def test_a_retention_longer_than_the_calendar_keeps_everything_and_the_purge_goe
     assert RequestTrace.objects.filter(workspace=forever).count() == 2
     assert RequestTrace.objects.filter(workspace=short).count() == 0
     assert deleted == 1
+
+
+@pytest.mark.django_db
+def test_the_purge_deletes_in_batches_each_its_own_short_statement():
+    # given 25 expired traces and 2 kept ones
+    short = _workspace_with("12h", [13 + n for n in range(25)] + [1, 2])
+    # when the purge runs in batches of 10
+    with CaptureQueriesContext(connection) as queries:
+        deleted = purge_expired_traces(NOW, batch=10)
+    # then all expired went, three DELETEs of at most 10 rows each (never one of all 25)
+    assert deleted == 25
+    assert RequestTrace.objects.filter(workspace=short).count() == 2
+    deletes = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("DELETE")]
+    assert len(deletes) == 3
