@@ -1,5 +1,8 @@
-"""Prometheus metrics of the request path (exposed at /metrics with django-prometheus's
-process and database metrics). Labels are bounded: catalog slugs and status codes only."""
+"""Prometheus metrics of the request path, exposed at /metrics by django-prometheus's view
+(with prometheus_client's process series when one worker serves). Every series is described
+in docs/observability.md, which tests/gateway/test_observability_docs.py holds to these
+collectors. Labels are bounded: catalog slugs, status codes, reasons, route slugs and version
+numbers only — never a workspace, key, trace or request id."""
 
 from __future__ import annotations
 
@@ -7,13 +10,15 @@ from prometheus_client import Counter, Gauge, Histogram
 
 REQUESTS = Counter(
     "switchyard_requests_total",
-    "Gateway requests by operation, model, provider and HTTP status.",
-    ["operation", "model", "provider", "status"],
+    "Gateway requests by operation, model, provider, HTTP status and the dynamic route "
+    "(slug, version; empty without one) that walked them (SPEC R-OBS-3, R-BEY-9).",
+    ["operation", "model", "provider", "status", "route", "route_version"],
 )
 ATTEMPTS = Counter(
     "switchyard_upstream_attempts_total",
-    "Upstream attempts by provider, endpoint and outcome.",
-    ["provider", "endpoint", "outcome"],
+    "Upstream attempts by provider, endpoint, outcome and the dynamic route (slug, version; "
+    "empty without one) of their request (SPEC R-OBS-3, R-BEY-9).",
+    ["provider", "endpoint", "outcome", "route", "route_version"],
 )
 UPSTREAM_LATENCY = Histogram(
     "switchyard_upstream_latency_seconds",
@@ -61,7 +66,7 @@ COOLDOWNS = Counter(
 )
 TOKENS = Counter(
     "switchyard_tokens_total",
-    "Tokens reported by upstreams, by model and kind (prompt, completion, cached).",
+    "Tokens reported by upstreams, by model and kind (prompt, completion).",
     ["model", "kind"],
 )
 
