@@ -15,5 +15,10 @@ app.conf.beat_schedule = {
     "purge-expired-traces": {"task": "audit.tasks.purge_expired_traces", "schedule": 3600.0},
     # Each guarded route is judged per its own interval_s; this is how often they are looked at.
     "check-rollout-guards": {"task": "gateway.tasks.check_rollout_guards", "schedule": 5.0},
+    # Every worker's live-metric slices into EndpointStats, which the routers read (R-OBS-2).
+    "roll-up-live-metrics": {
+        "task": "routing.tasks.roll_up_live_metrics",
+        "schedule": float(os.environ.get("SWITCHYARD_LIVE_ROLLUP_S") or 5.0),
+    },
 }
 app.autodiscover_tasks()

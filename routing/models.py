@@ -1,4 +1,5 @@
-"""The catalog: providers, models, endpoints (provider × model × region), virtual models.
+"""The catalog: providers, models, endpoints (provider × model × region), virtual models;
+and, from routing/live_models.py, the live-metric rollup's tables.
 
 Rows become immutable `routing.engine.types` values in the gateway's in-process snapshot; the
 engine never sees a model instance.
@@ -10,6 +11,9 @@ from django.db import models
 from django.utils import timezone
 
 from routing.engine.virtual import STRATEGIES
+from routing.live_models import EndpointStats, LiveSlice  # the live-metric rollup's tables
+
+__all__ = ["Endpoint", "EndpointStats", "LiveSlice", "Model", "Provider", "VirtualModel"]
 
 API_STYLES = ("openai", "anthropic")
 CAPABILITIES = ("text", "vision", "tools", "embedding", "speech", "rerank")

@@ -1,10 +1,17 @@
-"""In-process live metrics per endpoint over a rolling window (SPEC R-OBS-2, R-API-8).
+"""Live metrics per endpoint over a rolling window (SPEC R-OBS-2, R-API-8).
 
 The request path records one observation per upstream attempt; `state(now)` rolls them up
 into the `LiveState` the router reads (latency p50/p90/p99, throughput, error rate, and
 which endpoints are unhealthy). The rollup is an input to `decide`, never computed inside
-it, so the source can move to Redis samples and Celery rollups without touching the engine.
-State is per process. No I/O; the caller passes the time.
+it.
+
+Alone, a worker rolls up its own observations (exactly). With others, it hands what it
+observed since the last time to the live-metric rollup as a slice (`take_slice`), and the
+rollup of every worker's slices comes back (`set_fleet`, gateway/live_rollup.py): the
+router then reads the fleet's window merged with this worker's observations the rollup
+has not seen yet, so a failure seen here acts at once. Health (R-EXE-2: errors in the
+last 30 s) stays this worker's own, as cooldowns and peak-EWMA do (GM). No I/O; the
+caller passes the time.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from routing.engine.live_window import Window, merged
 from routing.engine.types import EndpointStats, LiveState
 
 WINDOW_S = 300.0  # rolling five minutes (TS)
@@ -29,6 +37,7 @@ class Observation:
     latency_ms: float | None  # to the first byte of the answer (whole body if not streamed)
     tokens_per_s: float | None  # output tokens per second, non-streaming successes only
     kind: str = ""  # for failures: "error" lowers reliability; "rate_limited" and "geo" do not
+    streamed: bool = False  # latency_ms is then the time to the first token
 
     @property
     def counts_against_reliability(self) -> bool:
@@ -70,40 +79,108 @@ def rollup(observations: list[Observation]) -> EndpointStats:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """The rollup of every worker's slices as one worker received it."""
+
+    windows: dict[str, tuple[str, Window]]  # endpoint id -> (provider, window)
+    mine_seq: int | None  # the last of this worker's observations in it (None: none was)
+    at: float  # when it was rolled up
+
+
+def window_of(observations: list[Observation]) -> Window:
+    window = Window()
+    for o in observations:
+        window.add(ok=o.ok, kind=o.kind, latency_ms=o.latency_ms, streamed=o.streamed,
+                   tokens_per_s=o.tokens_per_s)  # fmt: skip
+    return window
+
+
 class LiveMetrics:
     def __init__(
-        self, health_window_s: float = HEALTH_WINDOW_S, unhealthy_errors: int = UNHEALTHY_ERRORS
+        self,
+        health_window_s: float = HEALTH_WINDOW_S,
+        unhealthy_errors: int = UNHEALTHY_ERRORS,
+        fleet_stale_s: float = 30.0,
     ) -> None:
         self.health_window_s = health_window_s
         self.unhealthy_errors = unhealthy_errors
-        self._samples: dict[str, deque[Observation]] = {}
+        self.fleet_stale_s = fleet_stale_s  # an older rollup is ignored: the store is away
+        # per endpoint (sequence number, observation): the number says what a slice holds
+        self._samples: dict[str, deque[tuple[int, Observation]]] = {}
+        self._seq = 0
         self._providers: dict[str, str] = {}  # endpoint id -> provider slug
         self._cached: LiveState | None = None
         self._cached_at = float("-inf")
+        self._sliced_seq = 0  # observations up to this number went into a slice
+        self._fleet: Fleet | None = None
 
     def observe(self, endpoint_id: str, provider: str, observation: Observation) -> None:
         samples = self._samples.get(endpoint_id)
         if samples is None:
             samples = self._samples[endpoint_id] = deque(maxlen=MAX_SAMPLES)
             self._providers[endpoint_id] = provider
-        samples.append(observation)
+        self._seq += 1
+        samples.append((self._seq, observation))
         if not observation.ok:
             self._cached = None  # health may have changed: do not wait for the next rollup
 
+    def take_slice(self) -> tuple[int, int, dict[str, tuple[str, Window]]]:
+        """(since, upto, windows): the observations recorded after the last slice, per
+        endpoint, numbered `since` + 1 … `upto`. By number, not time: an observation is
+        stamped with its request's start, so a long request's lands after later ones."""
+        since, upto = self._sliced_seq, self._seq
+        self._sliced_seq = upto
+        taken: dict[str, tuple[str, Window]] = {}
+        for endpoint_id, samples in list(self._samples.items()):
+            new = [o for seq, o in list(samples) if since < seq <= upto]
+            if new:
+                taken[endpoint_id] = (self._providers[endpoint_id], window_of(new))
+        return since, upto, taken
+
+    def give_back_slice(self, since: int) -> None:
+        """The slice taken after `since` never reached the rollup: the next one holds it."""
+        self._sliced_seq = min(self._sliced_seq, since)
+
+    def set_fleet(self, fleet: Fleet) -> None:
+        self._fleet = fleet
+        self._cached = None
+
     def _recent(self, endpoint_id: str, now: float, window_s: float) -> list[Observation]:
         samples = self._samples[endpoint_id]
-        while samples and samples[0].at < now - WINDOW_S:
+        while samples and samples[0][1].at < now - WINDOW_S:
             samples.popleft()
-        return [o for o in samples if o.at >= now - window_s]
+        return [o for _seq, o in samples if o.at >= now - window_s]
+
+    def _windows(self, now: float) -> dict[str, tuple[str, Window]] | None:
+        """The fleet's windows with this worker's observations it has not seen added;
+        None without a fresh rollup (then this worker's own, exact, are used)."""
+        fleet = self._fleet
+        if fleet is None or now - fleet.at > self.fleet_stale_s:
+            return None
+        seen = fleet.mine_seq or 0
+        windows = {eid: (provider, merged([w])) for eid, (provider, w) in fleet.windows.items()}
+        for endpoint_id, samples in list(self._samples.items()):
+            self._recent(endpoint_id, now, WINDOW_S)  # drops what left the window
+            mine = [o for seq, o in list(samples) if seq > seen]
+            if not mine:
+                continue
+            provider = self._providers[endpoint_id]
+            window = windows.setdefault(endpoint_id, (provider, Window()))[1]
+            window.merge(window_of(mine))
+        return windows
 
     def state(self, now: float) -> LiveState:
         if self._cached is not None and now - self._cached_at < ROLLUP_EVERY_S:
             return self._cached
+        fleet = self._windows(now)
         stats: dict[str, EndpointStats] = {}
+        if fleet is not None:
+            stats = {eid: w.stats() for eid, (_p, w) in fleet.items() if w.samples}
         unhealthy: set[str] = set()
         for endpoint_id in list(self._samples):
             window = self._recent(endpoint_id, now, WINDOW_S)
-            if window:
+            if window and fleet is None:
                 stats[endpoint_id] = rollup(window)
             recent = now - self.health_window_s
             recent_errors = sum(
@@ -116,7 +193,24 @@ class LiveMetrics:
         return self._cached
 
     def by_provider(self, now: float) -> dict[str, dict[str, object]]:
-        """`GET /health`: each provider's rolled-up numbers and its endpoints' (no secrets)."""
+        """`GET /health`: each provider's rolled-up numbers and its endpoints' (no secrets):
+        the fleet's when there is a fresh rollup, else this worker's own (exact)."""
+        fleet = self._windows(now)
+        if fleet is None:
+            return self._own_by_provider(now)
+        grouped: dict[str, list[Window]] = {}
+        endpoints: dict[str, dict[str, dict[str, object]]] = {}
+        for endpoint_id, (provider, window) in sorted(fleet.items()):
+            if window.samples:
+                grouped.setdefault(provider, []).append(window)
+                endpoints.setdefault(provider, {})[endpoint_id] = _shown(window.stats(), window)
+        shown = {}
+        for provider, windows in sorted(grouped.items()):
+            total = merged(windows)
+            shown[provider] = {**_shown(total.stats(), total), "endpoints": endpoints[provider]}
+        return shown
+
+    def _own_by_provider(self, now: float) -> dict[str, dict[str, object]]:
         self.state(now)
         grouped: dict[str, list[Observation]] = {}
         endpoints: dict[str, dict[str, dict[str, object]]] = {}
@@ -125,11 +219,26 @@ class LiveMetrics:
             if not window:
                 continue
             grouped.setdefault(provider, []).extend(window)
-            endpoints.setdefault(provider, {})[endpoint_id] = _stats_json(rollup(window))
+            shown = _shown(rollup(window), window_of(window))
+            endpoints.setdefault(provider, {})[endpoint_id] = shown
         return {
-            provider: {**_stats_json(rollup(window)), "endpoints": endpoints[provider]}
-            for provider, window in sorted(grouped.items())
+            provider: {**_shown(rollup(obs), window_of(obs)), "endpoints": endpoints[provider]}
+            for provider, obs in sorted(grouped.items())
         }
+
+
+def _shown(stats: EndpointStats, window: Window) -> dict[str, object]:
+    """One endpoint's or provider's numbers as `/health` shows them (D-31: `requests`)."""
+    p50, p90, p99 = window.ttft_percentiles()
+    return {
+        **_stats_json(stats),
+        "ttft_ms": {"p50": _rounded(p50), "p90": _rounded(p90), "p99": _rounded(p99)},
+        "requests": stats.samples,
+    }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _stats_json(stats: EndpointStats) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """Live metrics rollups (SPEC R-OBS-2, R-API-8 numbers; R-EXE-2's 3-errors-in-30-s health)."""
 
-from routing.engine.live import LiveMetrics, Observation, rollup
+from routing.engine.live import Fleet, LiveMetrics, Observation, rollup
+from routing.engine.live_slices import Slice, merge_slices
 
 
 def _ok(at: float, latency_ms: float, tps: float | None = None) -> Observation:
@@ -67,3 +68,62 @@ def test_r_exe_4_429_and_geo_403_are_counted_apart_from_reliability():
     assert stats.error_rate == 0.0
     assert (stats.rate_limited, stats.geo_blocked) == (3, 1)
     assert live.state(now=2.0).unhealthy == frozenset()  # four 429/403 are not ill health
+
+
+def _fleet_of(*workers: tuple[str, LiveMetrics], now: float) -> dict[str, Fleet]:
+    """Each worker hands in its slice; the rollup of all of them, as each worker reads it."""
+    slices = []
+    for name, live in workers:
+        _since, upto, windows = live.take_slice()
+        slices.append(Slice(name, now, upto, windows))
+    windows, included = merge_slices(slices)
+    return {name: Fleet(windows, included.get(name), at=now) for name, _live in workers}
+
+
+def test_r_obs_2_each_worker_reads_every_workers_traffic_once_and_its_own_new_at_once():
+    a, b = LiveMetrics(), LiveMetrics()
+    for n in range(6):
+        a.observe("ep", "prov", _ok(at=1.0 + n, latency_ms=100))
+    for n in range(4):
+        b.observe("ep", "prov", _ok(at=1.0 + n, latency_ms=1000))
+    fleets = _fleet_of(("a", a), ("b", b), now=10.0)
+    a.set_fleet(fleets["a"])
+    b.set_fleet(fleets["b"])
+    # both see all ten (none twice), latency p50 from both
+    for live in (a, b):
+        assert live.state(now=10.5).stats["ep"].samples == 10
+        assert live.by_provider(now=10.5)["prov"]["requests"] == 10
+    # a's new observation after the slice counts at once for a, and for b after the next
+    a.observe("ep", "prov", _error(at=11.0))
+    assert a.state(now=12.0).stats["ep"].samples == 11
+    assert b.state(now=12.0).stats["ep"].samples == 10
+
+
+def test_r_obs_2_a_slice_that_never_reached_the_rollup_goes_in_the_next_one():
+    live = LiveMetrics()
+    live.observe("ep", "prov", _ok(at=1.0, latency_ms=10))
+    since, _upto, windows = live.take_slice()
+    live.give_back_slice(since)  # the store was away
+    live.observe("ep", "prov", _ok(at=3.0, latency_ms=10))
+    _since, _upto, windows = live.take_slice()
+    assert windows["ep"][1].samples == 2
+
+
+def test_r_obs_2_an_observation_stamped_before_the_last_slice_still_goes_in_the_next():
+    # a long request: started (its stamp) before a tick, recorded after it
+    live = LiveMetrics()
+    live.observe("ep", "prov", _ok(at=5.0, latency_ms=10))
+    live.take_slice()
+    live.observe("ep", "prov", _ok(at=1.0, latency_ms=4000))
+    _since, _upto, windows = live.take_slice()
+    assert windows["ep"][1].samples == 1
+
+
+def test_r_obs_2_a_stale_rollup_is_set_aside_for_the_workers_own_window():
+    live = LiveMetrics(fleet_stale_s=10)
+    other = LiveMetrics()
+    other.observe("ep", "prov", _ok(at=1.0, latency_ms=10))
+    rolled = _fleet_of(("other", other), now=2.0)["other"]
+    live.set_fleet(Fleet(rolled.windows, mine_seq=None, at=2.0))
+    assert live.state(now=3.0).stats["ep"].samples == 1
+    assert "ep" not in live.state(now=20.0).stats  # the rollup stopped: own window (empty)

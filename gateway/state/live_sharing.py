@@ -1,0 +1,50 @@
+"""This worker's part in the live-metric rollup (SPEC R-OBS-2): every `SWITCHYARD_LIVE_ROLLUP_S`
+it hands what it observed since its last tick to the slice store, rolls the window up
+itself when no Celery broker does (the embedded default), and reads the rollup back into
+the live metrics its router reads (routing/engine/live.py merges in what the rollup has
+not seen yet). All of it runs in the database thread, off the event loop.
+
+A store or database that is away costs nothing but freshness: the slice goes back into
+the worker's memory for the next tick, and a rollup older than `fleet_stale_s` is set
+aside, so the router falls back on this worker's own window."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+
+from django.conf import settings
+
+from gateway.state import runtime
+from gateway.state.db_thread import in_db_thread
+from routing.rollup import Slice, read_fleet, roll_up, slice_store
+
+log = logging.getLogger(__name__)
+# Names this worker's slices, so the rollup can say up to when it has seen each worker.
+WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+async def tick() -> None:
+    """Hand in this worker's slice, roll up when no broker does, read the rollup back."""
+    live = runtime.live()
+    now = time.time()
+    since, upto, windows = live.take_slice()
+
+    def share() -> None:
+        store = slice_store()
+        if windows:
+            try:
+                store.push(Slice(WORKER_ID, now, upto, windows))
+            except Exception:
+                live.give_back_slice(since)  # counted in the next tick's slice instead
+                raise
+        if not settings.CELERY_BROKER_URL:
+            roll_up(store, now)
+        fleet = read_fleet(store.fleet, WORKER_ID)
+        if fleet is not None:
+            live.set_fleet(fleet)
+
+    await in_db_thread(share)()

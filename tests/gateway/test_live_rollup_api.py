@@ -1,0 +1,86 @@
+"""Live-metric rollups on a two-worker gateway (SPEC R-OBS-2, R-API-8, D-31): `/health` on
+either worker reports both workers' traffic, and a provider that slows down moves both
+workers' routers — not only the one that happened to serve the slow requests. The
+workers share the rollup through the database (SQLite) or Redis (CI's second run).
+
+Each request opens a new connection, so the kernel spreads them over both workers."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import httpx
+import pytest
+
+from gateway.processes import running_gateway
+
+pytestmark = pytest.mark.live
+log = logging.getLogger(__name__)
+ROLLUP_S = 0.5
+MODEL = "meta/llama-3.3-70b"
+
+
+def _chat(base: str, key: str, provider: str) -> None:
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+            "provider": {"only": [provider]}}  # fmt: skip
+    response = httpx.post(f"{base}/chat/completions", json=body,
+                          headers={"Authorization": f"Bearer {key}"}, timeout=20)  # fmt: skip
+    assert response.status_code == 200, response.text
+
+
+def _requests(base: str) -> dict[str, int]:
+    providers = httpx.get(f"{base.removesuffix('/v1')}/health", timeout=5).json()["providers"]
+    return {name: int(shown["requests"]) for name, shown in providers.items()}
+
+
+def _first_choice(base: str, key: str) -> str:
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
+            "provider": {"sort": "latency"}}  # fmt: skip
+    response = httpx.post(f"{base}/routing/explain", json=body,
+                          headers={"Authorization": f"Bearer {key}"}, timeout=10)  # fmt: skip
+    assert response.status_code == 200, response.text
+    return str(response.json()["decisions"][0]["ordered"][0])
+
+
+def _within(seconds: float, read, wanted) -> float:
+    """How long until `read()` gives `wanted` on 12 calls in a row (both workers, surely)."""
+    started = time.monotonic()
+    while True:
+        seen = [read() for _ in range(12)]
+        if all(value == wanted for value in seen):
+            return time.monotonic() - started
+        assert time.monotonic() - started < seconds, f"never {wanted} on every worker: {seen}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def two_workers(fresh_live):
+    env = fresh_live.own_env(SWITCHYARD_LIVE_ROLLUP_S=str(ROLLUP_S))
+    with running_gateway(env, workers=2) as gateway:
+        yield gateway.base_url
+
+
+def test_r_obs_2_d_31_health_on_either_worker_reports_both_workers_traffic(fresh_live, two_workers):
+    key = fresh_live.keys["acme"]
+    for _ in range(9):
+        _chat(two_workers, key, "cheap")
+    for _ in range(4):
+        _chat(two_workers, key, "pricey")
+    took = _within(6 * ROLLUP_S, lambda: _requests(two_workers), {"cheap": 9, "pricey": 4})
+    log.info("both workers reported all 13 requests %.2f s after the last", took)
+
+
+def test_r_obs_2_a_provider_slowed_10x_moves_the_routers_of_both_workers(fresh_live, two_workers):
+    key = fresh_live.keys["acme"]
+    for provider in ("cheap", "pricey"):
+        for _ in range(3):
+            _chat(two_workers, key, provider)
+    fresh_live.fakes["cheap"].set_faults([{"fault": "latency:400", "times": None}])
+    fresh_live.fakes["pricey"].set_faults([{"fault": "latency:40", "times": None}])
+    for _ in range(5):  # spread over both workers: neither alone sees a slow majority
+        _chat(two_workers, key, "cheap")
+    for _ in range(4):
+        _chat(two_workers, key, "pricey")
+    took = _within(6 * ROLLUP_S, lambda: _first_choice(two_workers, key), "pricey-llama")
+    log.info("both workers' routers moved %.2f s after the slow requests", took)

@@ -1,0 +1,90 @@
+"""The live-metric rollup through its stores (SPEC R-OBS-2, D-31): slices handed in by two
+workers — in the database, and in Redis when REDIS_URL is set — become one EndpointStats
+row per endpoint, which each worker reads back knowing which of its slices it holds."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from routing.engine.live import Observation, window_of
+from routing.engine.live_slices import Slice
+from routing.live_models import EndpointStats, LiveSlice
+from routing.rollup import KEEP_S, DatabaseSlices, RedisSlices, SliceStore, read_fleet, roll_up
+
+pytestmark = pytest.mark.django_db
+NOW = 1_800_000_000.0
+
+
+def _slice(worker: str, end: float, latencies: list[float], errors: int = 0) -> Slice:
+    observations = [
+        Observation(at=end, ok=True, latency_ms=ms, tokens_per_s=None) for ms in latencies
+    ]
+    observations += [Observation(at=end, ok=False, latency_ms=None, tokens_per_s=None)] * errors
+    return Slice(worker, end, int(end), {"cheap-ep": ("cheap", window_of(observations))})
+
+
+def _redis_store() -> Iterator[SliceStore]:
+    from redis import Redis
+
+    client = Redis.from_url(os.environ["REDIS_URL"])
+    prefix = f"switchyard-test-rollup-{uuid.uuid4().hex[:8]}"
+    yield RedisSlices(client, prefix)
+    client.delete(f"{prefix}:live:slices")
+
+
+@pytest.fixture(params=["database", "redis"])
+def store(request: pytest.FixtureRequest) -> Iterator[SliceStore]:
+    if request.param == "database":
+        yield DatabaseSlices("test")
+    elif not os.environ.get("REDIS_URL"):
+        pytest.skip("the Redis slice store needs REDIS_URL")
+    else:
+        yield from _redis_store()
+
+
+def test_r_obs_2_two_workers_slices_become_one_row_per_endpoint(store):
+    store.push(_slice("a", NOW - 10, [100.0] * 6))
+    store.push(_slice("b", NOW - 5, [1000.0] * 3, errors=1))
+    store.push(_slice("a", NOW - 400, [5.0] * 50))  # older than the window
+    assert roll_up(store, NOW) == 1
+    row = EndpointStats.objects.get(endpoint="cheap-ep")
+    assert (row.provider, row.requests) == ("cheap", 10)  # D-31: requests in the window
+    assert row.error_rate == pytest.approx(0.1)
+    assert row.reliability == pytest.approx(0.9)
+    assert 96 <= row.latency_p50_ms <= 104
+    assert 960 <= row.latency_p99_ms <= 1040
+    fleet = read_fleet(store.fleet, "a")
+    assert fleet is not None
+    assert fleet.mine_seq == int(NOW - 10)
+    assert fleet.windows["cheap-ep"][1].samples == 10
+    assert read_fleet(store.fleet, "c").mine_seq is None  # a worker whose slices it holds none of
+
+
+def test_r_obs_2_an_endpoint_with_no_slice_left_in_the_window_leaves_the_rollup(store):
+    store.push(_slice("a", NOW - 10, [100.0]))
+    roll_up(store, NOW)
+    assert roll_up(store, NOW + 400) == 0
+    assert not EndpointStats.objects.exists()
+    assert read_fleet(store.fleet, "a") is None
+
+
+def test_r_obs_2_fleets_sharing_one_database_keep_their_rollups_apart():
+    ours, theirs = DatabaseSlices("ours"), DatabaseSlices("theirs")
+    ours.push(_slice("a", NOW - 10, [100.0] * 2))
+    theirs.push(_slice("b", NOW - 10, [100.0] * 5))
+    roll_up(ours, NOW)
+    roll_up(theirs, NOW)
+    assert read_fleet("ours", "a").windows["cheap-ep"][1].samples == 2
+    assert read_fleet("theirs", "b").windows["cheap-ep"][1].samples == 5
+
+
+def test_slices_older_than_the_window_and_a_minute_are_trimmed():
+    store = DatabaseSlices("test")
+    store.push(_slice("a", NOW - KEEP_S - 1, [1.0]))
+    store.push(_slice("a", NOW - 10, [1.0]))
+    roll_up(store, NOW)
+    assert list(LiveSlice.objects.values_list("end", flat=True)) == [NOW - 10]
