@@ -5,6 +5,7 @@ row per endpoint, which each worker reads back knowing which of its slices it ho
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -88,3 +89,19 @@ def test_slices_older_than_the_window_and_a_minute_are_trimmed():
     store.push(_slice("a", NOW - 10, [1.0]))
     roll_up(store, NOW)
     assert list(LiveSlice.objects.values_list("end", flat=True)) == [NOW - 10]
+
+
+def test_r_obs_2_the_celery_beat_task_rolls_up_the_configured_store(settings):
+    # without a broker Celery runs the task in-process (gateway/celery.py), as beat's
+    # worker would: it reads the store the gateways write to (here the database)
+    from routing import rollup
+    from routing.tasks import roll_up_live_metrics
+
+    settings.REDIS_URL = ""
+    rollup.slice_store.cache_clear()
+    try:
+        rollup.slice_store().push(_slice("a", time.time() - 1, [100.0] * 3))
+        assert roll_up_live_metrics.apply().get() == 1
+    finally:
+        rollup.slice_store.cache_clear()
+    assert EndpointStats.objects.get(endpoint="cheap-ep").requests == 3
