@@ -54,7 +54,9 @@ def start() -> None:
         return
     _tasks.append(asyncio.create_task(_sweep_budgets(settings.BUDGET_SWEEP_S)))
     _tasks.append(asyncio.create_task(_drain_traces(TRACE_DRAIN_S)))
-    _tasks.append(asyncio.create_task(_share_live_metrics(settings.LIVE_ROLLUP_S)))
+    # Twice per rollup interval: a worker's traffic then reaches every other worker within
+    # one interval (half to hand it in, half for the others to read it back).
+    _tasks.append(asyncio.create_task(_share_live_metrics(settings.LIVE_ROLLUP_S / 2)))
     if not settings.CELERY_BROKER_URL:  # else Celery beat runs them (gateway/celery.py)
         _tasks.extend(asyncio.create_task(_every(job)) for job in jobs())
 

@@ -1,8 +1,9 @@
-"""This worker's part in the live-metric rollup (SPEC R-OBS-2): every `SWITCHYARD_LIVE_ROLLUP_S`
-it hands what it observed since its last tick to the slice store, rolls the window up
-itself when no Celery broker does (the embedded default), and reads the rollup back into
-the live metrics its router reads (routing/engine/live.py merges in what the rollup has
-not seen yet). All of it runs in the database thread, off the event loop.
+"""This worker's part in the live-metric rollup (SPEC R-OBS-2): twice every
+`SWITCHYARD_LIVE_ROLLUP_S` it hands what it observed since its last tick to the slice
+store, rolls the window up itself when no Celery broker does (the embedded default), and
+reads the rollup back into the live metrics its router reads (routing/engine/live.py
+merges in what the rollup has not seen yet). All of it runs in the database thread, off
+the event loop.
 
 A store or database that is away costs nothing but freshness: the slice goes back into
 the worker's memory for the next tick, and a rollup older than `fleet_stale_s` is set

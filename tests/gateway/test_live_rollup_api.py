@@ -47,9 +47,10 @@ def _within(seconds: float, read, wanted) -> float:
     """How long until `read()` gives `wanted` on 12 calls in a row (both workers, surely)."""
     started = time.monotonic()
     while True:
+        batch_at = time.monotonic()
         seen = [read() for _ in range(12)]
         if all(value == wanted for value in seen):
-            return time.monotonic() - started
+            return batch_at - started  # when the batch that found it on every worker began
         assert time.monotonic() - started < seconds, f"never {wanted} on every worker: {seen}"
         time.sleep(0.05)
 
