@@ -84,9 +84,12 @@ def parse_query(params: Mapping[str, str], *, allow_key: bool) -> TraceQuery:
     keys = tuple(k.strip() for k in params.get("key", "").split(",") if k.strip())
     try:
         cursor = Cursor.decode(params["cursor"]) if params.get("cursor") else None
+    except ValueError as error:
+        raise BadQuery("cursor", str(error)) from None
+    try:
         limit = parse_limit(params.get("limit"))
     except ValueError as error:
-        raise BadQuery("cursor" if "cursor" in str(error) else "limit", str(error)) from None
+        raise BadQuery("limit", str(error)) from None
     return TraceQuery(q, keys, cursor, limit)
 
 

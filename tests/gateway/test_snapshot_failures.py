@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from types import SimpleNamespace
 
 import pytest
 from django.db import OperationalError
@@ -25,17 +26,27 @@ def test_failing_snapshot_checks_log_once_then_a_line_a_minute(monkeypatch, capl
     monkeypatch.setattr(snapshot, "read_version", read_version)
     monkeypatch.setattr(snapshot, "load_snapshot", lambda: pytest.fail("no reload expected"))
     clock = {"now": 1000.0}
-    monkeypatch.setattr(snapshot.time, "monotonic", lambda: clock["now"])
+    # the module's clock and database thread only: the event loop keeps the real ones,
+    # and no database connection another test left in that thread is touched
+    monkeypatch.setattr(snapshot, "time", SimpleNamespace(monotonic=lambda: clock["now"]))
+
+    def in_thread(func):
+        async def call(*args):
+            return func(*args)
+
+        return call
+
+    monkeypatch.setattr(snapshot, "in_db_thread", in_thread)
     holder = SnapshotHolder(poll_s=0.1)
     holder._snapshot = type("Snap", (), {"version": "v1"})()  # the last snapshot loaded
 
     async def polls(count: int) -> None:
         for _ in range(count):
             await holder._check()
-            clock["now"] += 0.1
+            clock["now"] += 0.125  # exact in binary: the minute lines fall where counted
 
     with caplog.at_level(logging.INFO, logger="gateway.state.snapshot"):
-        asyncio.run(polls(1200))  # two minutes of a database away
+        asyncio.run(polls(960))  # two minutes of a database away, a poll each 0.125 s
         up["now"] = True
         asyncio.run(polls(3))
     records = [r for r in caplog.records if r.name == "gateway.state.snapshot"]
