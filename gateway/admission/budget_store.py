@@ -155,7 +155,11 @@ class MemoryBudgetStore:
                 self._counters.setdefault(name, CounterState(spent, 0, requests))
 
 
-def _period_over(counter: str, now: float) -> bool:
-    """Whether the period a counter name ends with (`…:daily:1796083200`) is over."""
+def period_end(counter: str) -> float:
+    """When the period a counter name ends with (`…:daily:1796083200`) is over."""
     _scope, period, start = counter.rsplit(":", 2)
-    return period_bounds(period, float(start))[1] <= now
+    return period_bounds(period, float(start))[1]
+
+
+def _period_over(counter: str, now: float) -> bool:
+    return period_end(counter) <= now

@@ -32,9 +32,11 @@ from gateway.admission.budget_store import (
     Settled,
     Verdict,
     ledger_entries,
+    period_end,
 )
 from gateway.admission.budgets import Charge, tightest
 from gateway.admission.ledger import Ledger
+from gateway.admission.single_flight import SingleFlight
 
 # Keys: `{prefix}:budget:{counter}` (a hash: spent, reserved, requests), `…:budget:open`
 # (a sorted set: request id -> expiry), `…:budget:res:{id}` (an open reservation) and
@@ -45,7 +47,12 @@ SWEEP_BATCH = 200
 MAX_REBUILDS = 3  # a counter missing again right after it was rebuilt: Redis is flapping
 REDIS_ERRORS = (RedisError, OSError)
 POOL_CONNECTIONS = 64  # per worker; calls take well under a millisecond each
-POOL_WAIT_S = 2.0  # for a free connection, before the store counts as unavailable
+# For a free connection, before the store counts as unavailable. This wait measures this
+# process's own queue, not Redis: a Redis that is away frees each connection within its
+# 2 s socket timeouts. Under a 200-request burst on a loaded machine every connection is
+# in use for as long as the starved event loop takes to read its reply, and a 2 s wait
+# turned some budget refusals (402) into 503s.
+POOL_WAIT_S = 10.0
 
 # KEYS: counters; ARGV: amount, request id, expiry, reservation (JSON), then per counter
 # its cap and its expiry time (epoch seconds). -> {"missing", i...} | {"refused", i, used...}
@@ -147,6 +154,7 @@ class RedisBudgetStore:
         self._reserve = client.register_script(RESERVE.replace("@", prefix))
         self._settle = client.register_script(SETTLE.replace("@", prefix))
         self._rebuild = client.register_script(REBUILD)
+        self._rebuilds = SingleFlight(self._rebuild_now)
 
     @classmethod
     def from_url(cls, url: str, ledger: Ledger, prefix: str) -> RedisBudgetStore:
@@ -258,12 +266,16 @@ class RedisBudgetStore:
         return swept
 
     async def _rebuild_counters(self, charges: Sequence[Charge]) -> None:
-        totals = await self.ledger.totals([c.counter for c in charges])
+        await self._rebuilds.run([c.counter for c in charges])
+
+    async def _rebuild_now(self, counters: list[str]) -> None:
+        """Counters still absent are SET from the ledger (another replica may have won)."""
+        totals = await self.ledger.totals(counters)
         args: list[Any] = []
-        for charge in charges:
-            spent, requests = totals.get(charge.counter, (0, 0))
-            args += [spent, requests, int(charge.reset_at) + KEEP_AFTER_PERIOD_S]
-        await self._call(self._rebuild, [self.keys + c.counter for c in charges], args)
+        for name in counters:
+            spent, requests = totals.get(name, (0, 0))
+            args += [spent, requests, int(period_end(name)) + KEEP_AFTER_PERIOD_S]
+        await self._call(self._rebuild, [self.keys + name for name in counters], args)
 
     async def _call(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         try:

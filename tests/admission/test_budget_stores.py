@@ -22,7 +22,7 @@ import redis.asyncio as redis
 from asgiref.sync import sync_to_async
 from django.db import connection, connections
 
-from gateway.admission.budget_store import BudgetStore, Hold, MemoryBudgetStore
+from gateway.admission.budget_store import BudgetStore, Hold, MemoryBudgetStore, ledger_entries
 from gateway.admission.budgets import BudgetRule, charges
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
@@ -159,6 +159,31 @@ def test_r_lim_2_a_redis_flush_rebuilds_the_counters_from_the_ledger() -> None:
         assert (await store.read([counter]))[counter].requests == 3 + 1  # and this one
 
     asyncio.run(flush())
+
+
+def test_r_lim_2_a_burst_on_a_new_period_rebuilds_its_counter_from_the_ledger_once() -> None:
+    async def burst() -> None:
+        store, now = redis_store(), time.time()
+        scope = f"ws:burst-{uuid.uuid4().hex[:8]}"
+        earlier = hold(scope, f"{scope}-earlier", now)
+        store.ledger.record(ledger_entries(earlier, 3 * WORST, "settled", now))
+        await store.ledger.flush()
+        queries: list[list[str]] = []
+        totals = store.ledger.totals
+
+        async def counted(counters):  # type: ignore[no-untyped-def]
+            queries.append(list(counters))
+            return await totals(counters)
+
+        store.ledger.totals = counted  # type: ignore[method-assign]
+        # when 200 requests find the counter missing at once
+        holds = [hold(scope, f"{scope}-{i}", now) for i in range(200)]
+        verdicts = await asyncio.gather(*(store.reserve(h) for h in holds))
+        # then one ledger query rebuilt it, with what was spent before, for all of them
+        assert queries == [[earlier.charges[0].counter]]
+        assert sum(v.admitted for v in verdicts) == 17  # 20 worst cases, 3 already spent
+
+    asyncio.run(burst())
 
 
 def test_r_lim_2_the_memory_store_of_a_new_process_starts_from_the_ledger() -> None:
