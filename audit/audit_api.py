@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from audit.cursor import MAX_LIMIT, Cursor, page, parse_limit
 from audit.models import AdminEvent
 from workspaces.api import WorkspaceScopedAPIView, invalid
+from workspaces.models import Workspace
 from workspaces.schema import ErrorSerializer
 
 FILTERS = ("action", "actor", "target", "since", "until")
@@ -86,11 +87,15 @@ class AuditLogView(WorkspaceScopedAPIView):
         },
     )
     def get(self, request: Request, ws: str) -> Response:
-        params = request.query_params
-        events = filtered(AdminEvent.objects.filter(workspace=self.workspace), params)
-        rows, next_cursor = page(events, _cursor(params), _limit(params))
+        rows, next_cursor = events_page(self.workspace, request.query_params)
         body = {"object": "list", "data": rows, "next_cursor": next_cursor}
         return Response(AuditPageSerializer(body).data)
+
+
+def events_page(workspace: Workspace, params: QueryDict) -> tuple[list[AdminEvent], str | None]:
+    """One page of the workspace's events as `params` ask (the API's and the console's)."""
+    events = filtered(AdminEvent.objects.filter(workspace=workspace), params)
+    return page(events, _cursor(params), _limit(params))
 
 
 def filtered(events: QuerySet[AdminEvent], params: QueryDict) -> QuerySet[AdminEvent]:

@@ -6,7 +6,7 @@ URL resolver), a wrong method (the empty 405 of `require_POST`/`require_GET`), a
 uncaught exception (the 500 page), the debug pages when DEBUG is on. Those bodies are
 HTML. This middleware is first in both middleware stacks (gateway/asgi.py), so it sees
 every final response and re-renders such an error as `{"error": {...}}` with the same
-status and headers. The console (`/admin/`) keeps Django's HTML pages.
+status and headers. The console (`/console/`) and the admin (`/admin/`) keep their HTML pages.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from gateway.ids import new_request_id
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
 # Pages for people, not API clients: their errors stay Django's HTML.
-CONSOLE_PREFIXES = ("/admin/",)
+CONSOLE_PREFIXES = ("/admin/", "/console/")
 _SHOWN_PATH_CHARS = 200  # an echoed path is cut here: error bodies stay small
 _NOT_COPIED = frozenset({"content-type", "content-length"})
 

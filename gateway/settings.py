@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "routing",
     "presets",
     "audit",
+    "console",
 ]
 
 # Every middleware here is async-capable, so a /v1 request never hops to a thread.
@@ -54,6 +55,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.csp.csp_middleware",
 ]
 
 ROOT_URLCONF = "gateway.urls"
@@ -120,6 +122,14 @@ SHARED_STATE_PREFIX = env.str("SWITCHYARD_SHARED_STATE_PREFIX", default="switchy
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL  # in-process when no broker
 CELERY_TASK_EAGER_PROPAGATES = True
+
+# The console (console/): Django's sign-in; its cookies only over HTTPS unless DEBUG, or
+# SWITCHYARD_SECURE_COOKIES=false where it is served over plain HTTP on loopback (`make run`).
+LOGIN_URL = "console:sign-in"
+LOGIN_REDIRECT_URL = "console:home"
+SECURE_COOKIES = env.bool("SWITCHYARD_SECURE_COOKIES", default=not DEBUG)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
+SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

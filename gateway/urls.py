@@ -1,6 +1,6 @@
 """URL map: the OpenAI-compatible /v1 API with Anthropic's Messages API beside it, health,
-metrics, the management API (/api/v1/, its OpenAPI schema at /api/v1/schema/) and the
-admin console.
+metrics, the management API (/api/v1/, its OpenAPI schema at /api/v1/schema/), the
+workspace console (/console/) and the operators' Django admin (/admin/).
 
 No `handler404`: an unknown path, like a wrong method, gets Django's own error response,
 which `gateway.middleware` turns into the API's JSON envelope (the console keeps its HTML).
@@ -58,6 +58,7 @@ urlpatterns = [
     path("", include("django_prometheus.urls")),
     *management_api,
     path("api/v1/schema/", management_schema, name="management-api-schema"),
+    path("console/", include("console.urls")),
     path("admin/", admin.site.urls),
 ]
 

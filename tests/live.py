@@ -171,6 +171,7 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 DATABASE_URL=database_url,
                 LIVE_UPSTREAM_KEY=UPSTREAM_KEY,
                 SWITCHYARD_SNAPSHOT_POLL_S="0.1",
+                SWITCHYARD_SECURE_COOKIES="false",  # the console over plain HTTP
                 SWITCHYARD_TRACE_FLUSH_S="0.05",
                 SWITCHYARD_TRACE_SPOOL_DIR=str(log_dir / "trace-spool"),
                 SWITCHYARD_MAX_BODY_BYTES="200000",

@@ -290,7 +290,8 @@ def create_console_user(
 
 
 def create_superuser(username: str, *, email: str, password: str, actor: str) -> Any:
-    """A console superuser, who sees every workspace (`bootstrap --demo`'s `admin`); one
+    """An operator of the Django admin (`bootstrap --demo`'s `admin`), who sees in the
+    console and the management API only the workspaces they are a member of; one
     `user.create` event of no workspace. The password is hashed and never audited."""
     with transaction.atomic():
         user = get_user_model().objects.create_superuser(username, email, password)

@@ -136,7 +136,13 @@ def test_the_console_keeps_its_html(fresh_live):
     root = fresh_live.base_url.removesuffix("/v1")
     login = httpx.get(f"{root}/admin/login/")
     bare = httpx.get(f"{root}/admin")
+    sign_in = httpx.get(f"{root}/console/sign-in/")
+    unknown = httpx.get(f"{root}/console/acme/no-such-page/")
     # then
     assert login.status_code == 200
     assert login.headers["content-type"].startswith("text/html")
     assert (bare.status_code, bare.headers["location"]) == (301, "/admin/")
+    assert sign_in.status_code == 200
+    assert sign_in.headers["content-type"].startswith("text/html")
+    assert unknown.status_code == 404
+    assert unknown.headers["content-type"].startswith("text/html")

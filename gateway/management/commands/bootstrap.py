@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from gateway.config.apply import apply_config
 from workspaces.models import Workspace
-from workspaces.services import create_superuser, rotate_api_key
+from workspaces.services import create_superuser, rotate_api_key, set_membership
 
 DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "switchyard-demo.yaml"
 
@@ -45,6 +45,11 @@ class Command(BaseCommand):
         if not get_user_model().objects.filter(username="admin").exists():
             create_superuser("admin", email="admin@example.invalid", password=password,
                              actor="cli:bootstrap")  # fmt: skip
+        admin = get_user_model().objects.get(username="admin")
+        slugs = [w["slug"] for w in demo["workspaces"]]
+        for each in Workspace.objects.filter(slug__in=slugs):
+            # the console shows a person the workspaces they are a member of
+            set_membership(each, admin, role="owner", actor="cli:bootstrap")
         workspace = Workspace.objects.get(slug="demo")
         # A new demo key each run; the one made by an earlier run is revoked (D-24 names).
         key = rotate_api_key(workspace, name="demo", actor="cli:bootstrap").plaintext

@@ -52,7 +52,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, _interrupt)
         signal.signal(signal.SIGINT, _interrupt)
         children: list[subprocess.Popen[bytes]] = []
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # The demo is plain HTTP on loopback: the console's cookies cannot be Secure there.
+        env = {"SWITCHYARD_SECURE_COOKIES": "false", **os.environ, "PYTHONUNBUFFERED": "1"}
         try:
             for port, flags in DEMO_UPSTREAMS:
                 command = [sys.executable, "-m", "fakeupstream", "--port", str(port)]
@@ -97,7 +98,7 @@ Switchyard is serving the demo on {base}
     -H "Authorization: Bearer {key}" -H "Content-Type: application/json" \\
     -d '{{"model": "meta/llama-3.3-70b", "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
-  Console: {base}/admin/  (admin / {password})
+  Console: {base}/console/  (admin / {password}; operators' admin: {base}/admin/)
   Metrics: {base}/metrics   Health: {base}/healthz
 
 Ctrl-C stops the gateway and the fake upstreams.

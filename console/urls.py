@@ -1,0 +1,19 @@
+"""The console's pages, under /console/ (gateway/urls.py). Each workspace page is
+`/console/<ws>/…`; a person sees only the workspaces they are a member of."""
+
+from django.urls import path
+
+from console import audit_views, key_views, request_views, sign_in
+
+app_name = "console"
+urlpatterns = [
+    path("", sign_in.home, name="home"),
+    path("sign-in/", sign_in.SignIn.as_view(), name="sign-in"),
+    path("sign-out/", sign_in.SignOut.as_view(), name="sign-out"),
+    path("<slug:ws>/requests/", request_views.request_log, name="requests"),
+    path("<slug:ws>/requests/<uuid:trace_id>/", request_views.trace, name="trace"),
+    path("<slug:ws>/keys/", key_views.keys, name="keys"),
+    path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
+    path("<slug:ws>/keys/<int:key_id>/revoke/", key_views.revoke_key, name="revoke-key"),
+    path("<slug:ws>/audit/", audit_views.audit_log, name="audit"),
+]
