@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from console import audit_views, key_views, request_views, sign_in
+from console import audit_views, key_views, policy_views, request_views, sign_in
 
 app_name = "console"
 urlpatterns = [
@@ -15,5 +15,8 @@ urlpatterns = [
     path("<slug:ws>/keys/", key_views.keys, name="keys"),
     path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
     path("<slug:ws>/keys/<int:key_id>/revoke/", key_views.revoke_key, name="revoke-key"),
+    path("<slug:ws>/policy/", policy_views.policy, name="policy"),
+    path("<slug:ws>/policy/save", policy_views.save_policy, name="save-policy"),
+    path("<slug:ws>/policy/preview", policy_views.preview_policy, name="preview-policy"),
     path("<slug:ws>/audit/", audit_views.audit_log, name="audit"),
 ]

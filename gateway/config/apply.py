@@ -173,7 +173,7 @@ def apply_config(
     version; `deploy` also puts each route of the file in effect at its newest version.
     """
     with transaction.atomic():
-        config = parse_config(data, vocabulary=vocabulary(), existing=_existing(), environ=environ)
+        config = parse(data, environ=environ)
         tally = _Tally()
         _write(config, tally, actor=actor, deploy=deploy)
         report = tally.report(dry_run=dry_run)
@@ -181,6 +181,12 @@ def apply_config(
         if dry_run:
             transaction.set_rollback(True)
     return report
+
+
+def parse(data: Mapping[str, Any] | None, *, environ: Mapping[str, str] = os.environ) -> Config:
+    """`data` checked against the stored catalog as `apply_config` checks it, writing
+    nothing (the console previews a policy with it). Raises `ConfigError`."""
+    return parse_config(data, vocabulary=vocabulary(), existing=_existing(), environ=environ)
 
 
 def _record_events(tally: _Tally, report: ApplyReport, *, actor: str, target: str) -> None:

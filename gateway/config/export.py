@@ -123,7 +123,7 @@ def _workspace(row: Workspace) -> dict[str, Any]:
     data: dict[str, Any] = {"slug": row.slug, "name": row.name}
     policy = Policy.objects.filter(workspace=row).first()
     if policy is not None:
-        data["policy"] = _policy(policy)
+        data["policy"] = policy_document(policy)
     credentials = ProviderCredential.objects.filter(workspace=row).order_by("provider_slug")
     if credentials:
         data["credentials"] = [
@@ -201,7 +201,8 @@ def _key_settings(entry: KeySettings) -> dict[str, Any]:
     return data
 
 
-def _policy(policy: Policy) -> dict[str, Any]:
+def policy_document(policy: Policy) -> dict[str, Any]:
+    """A stored policy as the `policy:` section of a config file (the console edits it so)."""
     lists = ("allowed_residency", "allowed_regions", "provider_allow", "provider_deny")
     data: dict[str, Any] = {name: getattr(policy, name) for name in lists}
     data.update(model_allow=policy.model_allow, model_deny=policy.model_deny)

@@ -131,7 +131,7 @@ def _workspace_entry(ws: Workspace, credentials: dict[str, CredentialEntry]) -> 
     return WorkspaceEntry(
         id=ws.pk,
         slug=ws.slug,
-        policy=_policy_view(policy),
+        policy=policy_view(policy),
         policy_id=policy.pk if policy else None,
         retention=policy.retention if policy else DEFAULT_RETENTION,
         credentials=credentials,
@@ -143,7 +143,8 @@ def _workspace_entry(ws: Workspace, credentials: dict[str, CredentialEntry]) -> 
     )
 
 
-def _policy_view(policy: Policy | None) -> PolicyView:
+def policy_view(policy: Policy | None) -> PolicyView:
+    """A policy row — stored, or unsaved (the console's preview) — as the engine reads it."""
     if policy is None:
         return PolicyView()
 
@@ -221,6 +222,11 @@ def _load_virtual_models() -> dict[str, VirtualEntry]:
         )
         for v in VirtualModel.objects.all()
     }
+
+
+def catalog_endpoints() -> dict[str, tuple[EndpointInfo, ...]]:
+    """Every endpoint as the engine reads it, by model slug (the console's policy preview)."""
+    return _load_endpoints().by_model
 
 
 def _load_endpoints() -> _EndpointTables:

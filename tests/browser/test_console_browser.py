@@ -1,6 +1,7 @@
 """The console in a real browser (SPEC R-OBS-1, R-BEY-1, D-30), against the live gateway:
 sign in; create a key and see its secret once; a viewer has no edit button and its POST
-is refused; find a request by filter and open its trace. Every page runs with no script
+is refused; find a request by filter and open its trace; edit the policy, watch the
+preview, and see the next request routed differently. Every page runs with no script
 error under the console's CSP. Screenshots: var/test-artifacts/screens/."""
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ pytestmark = pytest.mark.live
 PASSWORD = "browser-test-password"
 
 
-def _person(live: Live, role: str) -> str:
+def _person(live: Live, role: str, workspace: str = "acme") -> str:
     name = f"{role}-{uuid.uuid4().hex[:6]}"
-    live.manage("createuser", name, "--workspace", "acme", "--role", role,
+    live.manage("createuser", name, "--workspace", workspace, "--role", role,
                 env_extra={"SWITCHYARD_USER_PASSWORD": PASSWORD})  # fmt: skip
     return name
 
 
-def _sign_in(live: Live, page: Page, username: str) -> None:
+def _sign_in(live: Live, page: Page, username: str, workspace: str = "acme") -> None:
     page.goto(f"{live.gateway.url}/console/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url("**/console/acme/requests/")
+    page.wait_for_url(f"**/console/{workspace}/requests/")
 
 
 def test_d_30_sign_in_lands_on_the_workspace_request_log(live, page, console_errors):
@@ -110,4 +111,40 @@ def test_r_obs_1_a_request_found_by_filter_opens_on_its_trace(live, page, consol
     assert page.get_by_role("heading", name="Attempts").is_visible()
     assert page.locator(".timeline li.ok").count() == 1
     assert page.locator("table.candidates tr.chosen").count() == 1
+    assert console_errors == []
+
+
+def test_r_pol_1_a_policy_edited_in_the_console_routes_the_next_request(
+    live, page, console_errors, tmp_path
+):
+    # a workspace of its own (its policy must not reach other tests), priced: cheap first
+    slug = f"policy-{uuid.uuid4().hex[:6]}"
+    config = tmp_path / "workspace.yaml"
+    config.write_text(f"workspaces:\n  - {{slug: {slug}, policy: {{routing_mode: price}}}}\n")
+    live.manage("apply", "-f", str(config))
+    key = live.new_key(slug, "policy-bot")
+    client = openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0)
+
+    def provider() -> str:
+        answer = client.chat.completions.create(
+            model="meta/llama-3.3-70b", messages=[{"role": "user", "content": "hi"}]
+        )
+        return answer.model_extra["switchyard"]["provider"]
+
+    assert provider() == "cheap"
+    _sign_in(live, page, _person(live, "owner", slug), slug)
+    page.get_by_role("link", name="Policy").click()
+    page.locator("input[name=provider_deny]").fill("cheap")
+    page.locator("input[name=provider_deny]").press("Tab")  # a change: htmx asks the preview
+    preview = page.locator("#preview")
+    preview.get_by_text("cheap-llama — provider_denied").wait_for()
+    assert "1 of 2 endpoints of meta/llama-3.3-70b remain: pricey-llama" in preview.inner_text()
+    page.get_by_role("button", name="Save policy").click()
+    page.get_by_text("Policy saved.").wait_for()
+    deadline = time.monotonic() + 5  # the gateway's snapshot poll (0.1 s here)
+    while (routed := provider()) != "pricey":
+        assert time.monotonic() < deadline, f"still routed to {routed}"
+        time.sleep(0.1)
+    page.get_by_role("link", name="Audit log").click()
+    assert page.get_by_role("cell", name="config.apply").first.is_visible()
     assert console_errors == []

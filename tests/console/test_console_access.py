@@ -11,52 +11,24 @@ import uuid
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 
 from audit.models import AdminEvent, RequestTrace
 from console.csp import POLICY
 from console.sign_in import MAX_FAILURES
 from gateway.config.apply import apply_config
+from tests.console.conftest import PASSWORD, ROLES
 from tests.presets.clients import client_as
 from workspaces.models import ApiKey, Workspace
 from workspaces.services import (
     CredentialRules,
     create_api_key,
     create_credential,
-    set_membership,
 )
 
 pytestmark = pytest.mark.django_db
-ROLES = ("owner", "admin", "member", "viewer")
-PASSWORD = "a long enough password"
 MANAGED_SECRET = "sk-managed-" + "m" * 24
 BYOK_SECRET = "sk-byok-" + "b" * 24
-
-
-@pytest.fixture
-def acme() -> Workspace:
-    return Workspace.objects.create(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def globex() -> Workspace:
-    return Workspace.objects.create(slug="globex", name="Globex")
-
-
-def _person(workspace: Workspace, role: str) -> Client:
-    user = get_user_model().objects.create_user(f"{role}-{workspace.slug}", password=PASSWORD)
-    set_membership(workspace, user, role=role, actor="test")
-    browser = Client()
-    browser.force_login(user)
-    return browser
-
-
-@pytest.fixture
-def people(acme: Workspace, globex: Workspace) -> dict[str, Client]:
-    found = {role: _person(acme, role) for role in ROLES}
-    found["outsider"] = _person(globex, "owner")
-    return found
 
 
 def _trace(workspace: Workspace, key: ApiKey | None, **fields: Any) -> RequestTrace:
