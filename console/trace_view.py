@@ -76,6 +76,7 @@ class TracePage:
     decisions: tuple[ModelDecision, ...]
     attempts: tuple[AttemptBar, ...]
     route_nodes: tuple[Mapping[str, Any], ...]
+    route: Mapping[str, Any]  # slug, version, terminal… of the route walked; {} for none
     tier: Mapping[str, Any] | None
     request: Mapping[str, Any]
     facts: tuple[tuple[str, str], ...] = field(default=())
@@ -94,6 +95,7 @@ def trace_page(detail: Mapping[str, Any]) -> TracePage:
         decisions=decisions,
         attempts=_attempts(detail.get("attempts") or []),
         route_nodes=tuple(route.get("nodes") or []),
+        route=route,
         tier=record.get("tier"),
         request=record.get("request") or {},
         facts=_facts(detail),

@@ -3,7 +3,7 @@
 
 from django.urls import path
 
-from console import audit_views, key_views, policy_views, request_views, sign_in
+from console import audit_views, explain_views, key_views, policy_views, request_views, sign_in
 
 app_name = "console"
 urlpatterns = [
@@ -18,5 +18,6 @@ urlpatterns = [
     path("<slug:ws>/policy/", policy_views.policy, name="policy"),
     path("<slug:ws>/policy/save", policy_views.save_policy, name="save-policy"),
     path("<slug:ws>/policy/preview", policy_views.preview_policy, name="preview-policy"),
+    path("<slug:ws>/explain/", explain_views.explain, name="explain"),
     path("<slug:ws>/audit/", audit_views.audit_log, name="audit"),
 ]

@@ -72,6 +72,32 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
     return add_headers(response, caller.trace_id, record)
 
 
+async def serve_as(
+    request: HttpRequest, operation: Operation, workspace_id: int, lookup_id: str,
+    body: dict[str, Any],
+) -> HttpResponseBase:  # fmt: skip
+    """A dry run (explain) for the key `lookup_id` of workspace `workspace_id`, without its
+    secret: the console's explain playground, whose caller is a signed-in member the
+    console has already allowed (console/explain_views.py). Only a dry run may be served
+    so — it calls no upstream and records and changes nothing (D-21)."""
+    if not operation.dry_run:
+        raise ValueError(f"{operation.name} is not a dry run: it needs the key itself")
+    now = time.time()
+    snap = await request_state.current_snapshot()
+    key, workspace = snap.keys.get(lookup_id), snap.workspaces.get(workspace_id)
+    expired = key is not None and key.expires_at is not None and key.expires_at <= now
+    if key is None or workspace is None or key.workspace_id != workspace_id or expired:
+        return operation.render_error(
+            ApiError(404, "No such active key in this workspace.", code="key_not_found")
+        )
+    caller = Caller(request_id=request.request_id,  # type: ignore[attr-defined]
+                    snapshot=snap, key=key, workspace=workspace, started_at=now)  # fmt: skip
+    try:
+        return await _steps(request, operation, caller, RequestRecord(operation.name), body)
+    except ApiError as error:
+        return operation.render_error(error)
+
+
 async def _steps(
     request: HttpRequest,
     operation: Operation,

@@ -148,3 +148,26 @@ def test_r_pol_1_a_policy_edited_in_the_console_routes_the_next_request(
     page.get_by_role("link", name="Audit log").click()
     assert page.get_by_role("cell", name="config.apply").first.is_visible()
     assert console_errors == []
+
+
+def test_r_bey_2_the_explain_form_shows_the_decision_and_records_nothing(
+    live, page, console_errors
+):
+    name = f"explain-{uuid.uuid4().hex[:6]}"
+    key = live.new_key("acme", name)
+    _sign_in(live, page, _person(live, "member"))
+    page.get_by_role("link", name="Explain").click()
+    page.locator("select[name=key]").select_option(label=name)
+    page.get_by_label("Model").fill("meta/llama-3.3-70b")
+    page.get_by_label("Message").fill("hello")
+    page.locator("textarea[name=provider]").fill('{"ignore": ["cheap"]}')
+    page.get_by_role("button", name="Explain").click()
+    explanation = page.locator("#explanation")
+    explanation.locator("p.reason").wait_for()
+    assert "Attempt order: pricey-llama" in explanation.inner_text()
+    assert explanation.get_by_text("cheap-llama").count() >= 1  # excluded, with its reason
+    assert "provider_ignored" in explanation.inner_text()
+    # a dry run: the key has no trace
+    client = openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0)
+    assert client.get("/traces", cast_to=object)["data"] == []
+    assert console_errors == []
