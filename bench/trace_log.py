@@ -6,7 +6,9 @@ tiers, sessions, each row with a realistic decision record), then
 1. the management API's `GET /api/v1/workspaces/{ws}/traces` first page, filtered
    pages, a cursor page and a trace detail, each timed `--repeat` times over HTTP on a
    running gateway (p50 / p95 / max);
-2. the retention purge of the oldest ~10 % (100k rows of a million) while another thread
+2. the console's request log (`/console/{ws}/requests/`: first page, filtered pages, a
+   cursor page) and trace page, rendered for a signed-in viewer, timed the same way;
+3. the retention purge of the oldest ~10 % (100k rows of a million) while another thread
    inserts traces the way the trace writer does, every insert timed.
 
     python -m bench.trace_log [--count N] [--repeat N] [--admin-url postgres://…]
@@ -134,13 +136,46 @@ def api_cases(base: str, token: str, sample_id: str, repeat: int) -> None:
         "200 rows": lambda: api.get("/traces", params={"limit": 200}),
         "trace detail": lambda: api.get(f"/traces/{sample_id}"),
     }
+    report(cases, repeat)
+
+
+def report(cases: dict[str, Callable[[], httpx.Response]], repeat: int) -> None:
     for case in cases.values():  # warm: connection, caches, the plan cache
         case()
-    print(f"\n{'request':<24}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
+    print(f"\n{'request':<28}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
     for name, case in cases.items():
         ms = sorted(timed(case, repeat))
         p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
-        print(f"{name:<24}{statistics.median(ms):>9.1f}{p95:>9.1f}{ms[-1]:>9.1f}")
+        print(f"{name:<28}{statistics.median(ms):>9.1f}{p95:>9.1f}{ms[-1]:>9.1f}")
+
+
+def console_cases(base: str, password: str, sample_id: str, repeat: int) -> None:
+    """The console's pages for a signed-in viewer: one HTML page each, whole."""
+    import re
+
+    web = httpx.Client(base_url=f"{base}/console", timeout=30, follow_redirects=True)
+    form = web.get("/sign-in/").text
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token is not None
+    signed = web.post("/sign-in/", data={"username": "bench-viewer", "password": password,
+                                         "csrfmiddlewaretoken": token.group(1)},
+                      headers={"Referer": f"{base}/console/sign-in/"})  # fmt: skip
+    assert signed.url.path == "/console/bench/requests/", signed.url
+    older = re.search(r'rel="next" href="\?([^"]+)"', signed.text)
+    assert older is not None
+    cursor = older.group(1).replace("&amp;", "&")
+    cases: dict[str, Callable[[], httpx.Response]] = {
+        "console: first page": lambda: web.get("/bench/requests/"),
+        "console: older (cursor)": lambda: web.get(f"/bench/requests/?{cursor}"),
+        "console: model filter": lambda: web.get("/bench/requests/?model=acme/tiny"),
+        "console: status=502": lambda: web.get("/bench/requests/?status=502"),
+        "console: key+window 24h": lambda: web.get("/bench/requests/?key=batch&window=24h"),
+        "console: provider+status+tier": lambda: web.get(
+            "/bench/requests/?provider=pricey&status=429&tier=hard"
+        ),
+        "console: trace page": lambda: web.get(f"/bench/requests/{sample_id}/"),
+    }
+    report(cases, repeat)
 
 
 def purge_while_inserting(workspace_id: int, now: datetime) -> None:
@@ -196,24 +231,33 @@ def main() -> None:
 
         from audit.models import RequestTrace
         from workspaces.models import Workspace
-        from workspaces.services import create_api_key, create_management_token
+        from workspaces.services import (
+            create_api_key,
+            create_console_user,
+            create_management_token,
+        )
 
         call_command("migrate", verbosity=0)
         workspace = Workspace.objects.create(slug="bench", name="Bench")
         keys = [create_api_key(workspace, name=name, actor="bench").api_key.pk
                 for name in ("interactive", "batch")]  # fmt: skip
         token = create_management_token(workspace, role="viewer", name="bench", actor="bench")
+        password = uuid.uuid4().hex
+        create_console_user(workspace, "bench-viewer", password=password, role="viewer",
+                            actor="bench")  # fmt: skip
         now = datetime.now(UTC)
         print(f"generating {args.count:,} traces")
         generate(args.count, workspace.pk, (keys[0], keys[1]), now)
         sample = RequestTrace.objects.filter(request_id=f"req-{args.count // 2}").first()
         assert sample is not None
-        env = base_env(DATABASE_URL=url, SWITCHYARD_TRACE_SPOOL_DIR=tmp)
+        env = base_env(DATABASE_URL=url, SWITCHYARD_TRACE_SPOOL_DIR=tmp,
+                       SWITCHYARD_SECURE_COOKIES="false")  # fmt: skip
         log_path = Path(tmp) / "gateway.log"
         try:
             with running_gateway(env, log_path=log_path) as gateway:
-                api_cases(f"http://127.0.0.1:{gateway.port}", token.plaintext, str(sample.id),
-                          args.repeat)  # fmt: skip
+                base = f"http://127.0.0.1:{gateway.port}"
+                api_cases(base, token.plaintext, str(sample.id), args.repeat)
+                console_cases(base, password, str(sample.id), args.repeat)
         except AssertionError:
             print(log_path.read_text()[-4000:])
             raise

@@ -3,7 +3,15 @@
 
 from django.urls import path
 
-from console import audit_views, explain_views, key_views, policy_views, request_views, sign_in
+from console import (
+    audit_views,
+    explain_views,
+    key_views,
+    policy_views,
+    preset_views,
+    request_views,
+    sign_in,
+)
 
 app_name = "console"
 urlpatterns = [
@@ -12,6 +20,8 @@ urlpatterns = [
     path("sign-out/", sign_in.SignOut.as_view(), name="sign-out"),
     path("<slug:ws>/requests/", request_views.request_log, name="requests"),
     path("<slug:ws>/requests/<uuid:trace_id>/", request_views.trace, name="trace"),
+    path("<slug:ws>/presets/", preset_views.presets, name="presets"),
+    path("<slug:ws>/presets/save", preset_views.save_preset, name="save-preset"),
     path("<slug:ws>/keys/", key_views.keys, name="keys"),
     path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
     path("<slug:ws>/keys/<int:key_id>/revoke/", key_views.revoke_key, name="revoke-key"),
