@@ -69,6 +69,9 @@ async def explain(request: HttpRequest, ws: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         seen.require(Action.USE)
+        if form["key"] not in {lookup for lookup, _name in keys}:
+            context["problem"] = "Choose one of the workspace's active keys."
+            return await sync_to_async(render)(request, "console/explain.html", context, status=400)
         try:
             answer = await serve_as(request, EXPLAIN, seen.workspace.pk, form["key"], _body(form))
             explained = orjson.loads(answer.content)  # type: ignore[attr-defined]

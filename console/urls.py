@@ -5,6 +5,7 @@ from django.urls import path
 
 from console import (
     audit_views,
+    credential_views,
     explain_views,
     key_views,
     policy_views,
@@ -23,6 +24,13 @@ urlpatterns = [
     path("<slug:ws>/presets/", preset_views.presets, name="presets"),
     path("<slug:ws>/presets/save", preset_views.save_preset, name="save-preset"),
     path("<slug:ws>/keys/", key_views.keys, name="keys"),
+    path("<slug:ws>/credentials/", credential_views.credentials, name="credentials"),
+    path("<slug:ws>/credentials/save", credential_views.save_credential, name="save-credential"),
+    path(
+        "<slug:ws>/credentials/<slug:provider>/delete",
+        credential_views.remove_credential,
+        name="remove-credential",
+    ),  # fmt: skip
     path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
     path("<slug:ws>/keys/<int:key_id>/revoke/", key_views.revoke_key, name="revoke-key"),
     path("<slug:ws>/policy/", policy_views.policy, name="policy"),

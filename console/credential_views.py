@@ -1,0 +1,99 @@
+"""BYOK credentials in the console (SPEC R-BYOK-1): the workspace's own provider keys —
+add, replace, restrict to models and to API keys, the managed-fallback switch, delete.
+
+A credential's secret is write-only: the page never has it (only "stored, updated …"),
+the form's field is a password field left empty on every render, and an empty field on
+a replace keeps the stored key. Writes go through workspaces/services.py (sealed with
+AES-256-GCM bound to workspace and provider, atomic, audited with `[secret]` for the
+secret), after the one predicate says `edit`. Their health view comes with part 2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from console.access import Access, access
+from routing.models import Provider
+from workspaces.models import ApiKey, ProviderCredential
+from workspaces.permissions import Action
+from workspaces.services import (
+    CredentialInvalid,
+    CredentialRules,
+    DuplicateCredential,
+    create_credential,
+    delete_credential,
+    replace_credential,
+)
+
+
+def _page(
+    request: HttpRequest, seen: Access, problems: list[str], status: int = 200
+) -> HttpResponse:
+    credentials = (ProviderCredential.objects.filter(workspace=seen.workspace)
+                   .prefetch_related("api_keys").order_by("provider_slug"))  # fmt: skip
+    keys = list(ApiKey.objects.active().filter(workspace=seen.workspace).order_by("name")
+                .values_list("lookup_id", "name")[:500])  # fmt: skip
+    rows = [{"credential": c, "models": ", ".join(c.allowed_models),
+             "keys": {k.lookup_id for k in c.api_keys.all()}} for c in credentials]  # fmt: skip
+    providers = Provider.objects.order_by("slug").values_list("slug", flat=True)
+    context = {"access": seen, "section": "credentials", "rows": rows, "keys": keys,
+               "providers": list(providers), "problems": problems}  # fmt: skip
+    return render(request, "console/credentials.html", context, status=status)
+
+
+@login_required
+def credentials(request: HttpRequest, ws: str) -> HttpResponse:
+    return _page(request, access(request.user, ws), [])
+
+
+def _rules(post: QueryDict) -> CredentialRules:
+    models = tuple(m.strip() for m in post.get("allowed_models", "").split(",") if m.strip())
+    return CredentialRules(allowed_models=models, api_keys=tuple(post.getlist("api_keys")),
+                           managed_fallback=post.get("managed_fallback") == "on")  # fmt: skip
+
+
+def _problems(error: Exception) -> list[str]:
+    found: Any = getattr(error, "problems", None)
+    if found:
+        return [f"{path}: {message}" for path, message in found]
+    return [str(error)]
+
+
+@login_required
+@require_POST
+def save_credential(request: HttpRequest, ws: str) -> HttpResponse:
+    """Add a provider's credential, or replace the rules (and the key, when one is typed)
+    of the one the workspace has."""
+    seen = access(request.user, ws)
+    seen.require(Action.EDIT)
+    provider, secret = request.POST.get("provider", "").strip(), request.POST.get("secret", "")
+    actor = request.user.get_username()
+    stored = ProviderCredential.objects.filter(workspace=seen.workspace,
+                                               provider_slug=provider).first()  # fmt: skip
+    try:
+        if stored is None:
+            create_credential(seen.workspace, provider, secret=secret, rules=_rules(request.POST),
+                              actor=actor)  # fmt: skip
+        else:
+            replace_credential(stored, secret=secret or None, rules=_rules(request.POST),
+                               actor=actor)  # fmt: skip
+    except (CredentialInvalid, DuplicateCredential, ValueError) as error:
+        return _page(request, seen, _problems(error), status=400)
+    messages.success(request, f"Credential for {provider} saved.")
+    return redirect("console:credentials", ws=seen.workspace.slug)
+
+
+@login_required
+@require_POST
+def remove_credential(request: HttpRequest, ws: str, provider: str) -> HttpResponse:
+    seen = access(request.user, ws)
+    seen.require(Action.EDIT)
+    found = get_object_or_404(ProviderCredential, workspace=seen.workspace, provider_slug=provider)
+    delete_credential(found, actor=request.user.get_username())
+    messages.success(request, f"Credential for {provider} deleted: the managed key serves it.")
+    return redirect("console:credentials", ws=seen.workspace.slug)
