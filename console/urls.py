@@ -32,6 +32,7 @@ urlpatterns = [
         name="remove-credential",
     ),  # fmt: skip
     path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
+    path("<slug:ws>/keys/<int:key_id>/", key_views.edit_key, name="edit-key"),
     path("<slug:ws>/keys/<int:key_id>/revoke/", key_views.revoke_key, name="revoke-key"),
     path("<slug:ws>/policy/", policy_views.policy, name="policy"),
     path("<slug:ws>/policy/save", policy_views.save_policy, name="save-policy"),

@@ -50,8 +50,9 @@ def _trace(workspace: Workspace, key: ApiKey | None, **fields: Any) -> RequestTr
 WRITES = {  # URL name -> the action it needs
     "create-key": "edit", "revoke-key": "edit", "save-policy": "edit", "save-preset": "edit",
     "save-credential": "edit", "remove-credential": "edit", "preview-policy": "read",
-    "explain": "use",
+    "explain": "use", "edit-key": "edit",
 }  # fmt: skip
+SHOWN_TOO = {"explain", "edit-key"}  # a form on GET, its write on POST
 
 
 def _workspace_urls(workspace: Workspace, trace: RequestTrace, key: ApiKey) -> dict[str, str]:
@@ -76,8 +77,10 @@ def _planted(workspace: Workspace) -> tuple[ApiKey, RequestTrace]:
 
 def test_d_30_every_member_reads_every_page_and_an_outsider_gets_404(acme, people):
     key, trace = _planted(acme)
-    pages = {n: u for n, u in _workspace_urls(acme, trace, key).items() if n not in WRITES}
-    assert {"requests", "trace", "keys", "policy", "presets", "credentials", "audit"} <= set(pages)
+    urls = _workspace_urls(acme, trace, key)
+    pages = {n: u for n, u in urls.items() if n not in WRITES or n in SHOWN_TOO}
+    assert {"requests", "trace", "keys", "edit-key", "policy", "presets", "credentials",
+            "explain", "audit"} <= set(pages)  # fmt: skip
     for role, browser in people.items():
         for url in pages.values():
             response = browser.get(url)
@@ -180,7 +183,8 @@ def test_r_obs_1_no_page_shows_a_secret(acme, people, monkeypatch):
     trace = _trace(acme, made.api_key)
     lookup, _secret = made.plaintext.removeprefix("sk-sy-").split("-", 1)
     planted = [MANAGED_SECRET, BYOK_SECRET, made.plaintext, _secret]
-    pages = [u for n, u in _workspace_urls(acme, trace, made.api_key).items() if n not in WRITES]
+    urls = _workspace_urls(acme, trace, made.api_key)
+    pages = [u for n, u in urls.items() if n not in WRITES or n in SHOWN_TOO]
     for url in [*pages, "/console/acme/audit/?action=credential.*"]:
         body = people["owner"].get(url).content.decode()
         for secret in planted:
