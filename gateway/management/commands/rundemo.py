@@ -15,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from gateway.demo.traffic import send_demo_traffic
 from gateway.processes import (
     DEFAULT_SERVER,
     ROOT,
@@ -45,6 +46,9 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=1)
         parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER)
         parser.add_argument("--key-file", help="file with the demo key to print in the hints")
+        parser.add_argument(
+            "--no-traffic", action="store_true", help="send no demo requests at start"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # Stop the children on SIGTERM and on Ctrl-C, even when started in the background
@@ -69,6 +73,8 @@ class Command(BaseCommand):
             )
             children.append(gateway)
             wait_until_up(f"http://127.0.0.1:{port}/healthz", 30, gateway)
+            if options["key_file"] and not options["no_traffic"]:
+                self._send_traffic(port, Path(options["key_file"]).read_text().strip())
             self._print_hints(port, options["key_file"])
             gateway.wait()
         except KeyboardInterrupt:
@@ -82,6 +88,11 @@ class Command(BaseCommand):
                     child.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     child.kill()
+
+    def _send_traffic(self, port: int, key: str) -> None:
+        answered, refused = send_demo_traffic(f"http://127.0.0.1:{port}", key)
+        self.stdout.write(f"sent {answered + refused} demo requests for the console to show "
+                          f"({answered} answered, {refused} refused)")  # fmt: skip
 
     def _print_hints(self, port: int, key_file: str | None) -> None:
         key = Path(key_file).read_text().strip() if key_file else "<your key>"
