@@ -8,6 +8,7 @@ from console import (
     credential_views,
     explain_views,
     key_views,
+    live_views,
     policy_views,
     preset_views,
     request_views,
@@ -37,6 +38,8 @@ urlpatterns = [
     path("<slug:ws>/policy/", policy_views.policy, name="policy"),
     path("<slug:ws>/policy/save", policy_views.save_policy, name="save-policy"),
     path("<slug:ws>/policy/preview", policy_views.preview_policy, name="preview-policy"),
+    path("<slug:ws>/live/", live_views.live_metrics, name="live"),
+    path("<slug:ws>/live/data", live_views.live_data, name="live-data"),
     path("<slug:ws>/explain/", explain_views.explain, name="explain"),
     path("<slug:ws>/audit/", audit_views.audit_log, name="audit"),
 ]
