@@ -4,6 +4,7 @@ rename, a preset the workspace lacks is a 400 that writes nothing, a viewer may 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -57,3 +58,23 @@ def test_d_30_a_viewer_sees_the_form_disabled_and_may_not_save(acme, people, key
     assert people["viewer"].post(_url(key), {"name": "mine"}).status_code == 403
     key.refresh_from_db()
     assert key.name == "bot"
+
+
+def test_r_key_1_the_list_shows_when_each_key_was_last_used(acme, people, key):
+    from audit.models import RequestTrace
+
+    idle = create_api_key(acme, name="idle", actor="test").api_key
+    for minutes in (90, 5, 30):
+        RequestTrace.objects.create(
+            workspace=acme, api_key=key, request_id=f"r{minutes}", operation="chat.completions",
+            requested_model="m/x", status_code=200,
+            created_at=datetime(2026, 12, 1, 12, 0, tzinfo=UTC) - timedelta(minutes=minutes),
+        )  # fmt: skip
+    page = people["viewer"].get("/console/acme/keys/").content.decode()
+    row = re.search(r"<tr class=\"active\">\s*<td><code>" + re.escape(key.prefix) + r".*?</tr>",
+                    page, re.S)  # fmt: skip
+    assert row is not None
+    assert "2026-12-01 11:55" in row.group(0)  # the newest of its three
+    idle_row = re.search(re.escape(idle.prefix) + r".*?</tr>", page, re.S)
+    assert idle_row is not None
+    assert "never" in idle_row.group(0)

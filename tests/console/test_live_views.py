@@ -11,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
@@ -19,38 +18,11 @@ from audit.models import RequestTrace
 from console import live_views
 from console.live_series import NOT_ROUTED
 from workspaces.models import Workspace
-from workspaces.services import set_membership
 
 pytestmark = pytest.mark.django_db
-ROLES = ("owner", "admin", "member", "viewer")
 TRIED = [{"provider": "cheap", "endpoint": "cheap-llama", "status": "error", "http_status": 500},
          {"provider": "pricey", "endpoint": "pricey-llama", "status": "error",
           "http_status": 502}]  # fmt: skip
-
-
-@pytest.fixture
-def acme() -> Workspace:
-    return Workspace.objects.create(slug="acme", name="Acme")
-
-
-@pytest.fixture
-def globex() -> Workspace:
-    return Workspace.objects.create(slug="globex", name="Globex")
-
-
-def _person(workspace: Workspace, role: str) -> Client:
-    user = get_user_model().objects.create_user(f"{role}-{workspace.slug}", password="pw")
-    set_membership(workspace, user, role=role, actor="test")
-    browser = Client()
-    browser.force_login(user)
-    return browser
-
-
-@pytest.fixture
-def people(acme: Workspace, globex: Workspace) -> dict[str, Client]:
-    found = {role: _person(acme, role) for role in ROLES}
-    found["outsider"] = _person(globex, "owner")
-    return found
 
 
 def _trace(workspace: Workspace, ago_s: float = 30, **fields: Any) -> RequestTrace:
