@@ -59,9 +59,11 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """One headless Debian Chromium for the whole session."""
+    """One headless Debian Chromium per test module. Not per session: while Playwright's
+    sync API runs, the main thread has a running event loop, and every later test that
+    calls `asyncio.run` (the SDK clients', the translation tests) would fail."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
