@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from console.access import Access, access
+from console.workspace_config import comma_list
 from routing.models import Provider
 from workspaces.models import ApiKey, ProviderCredential
 from workspaces.permissions import Action
@@ -52,7 +53,7 @@ def credentials(request: HttpRequest, ws: str) -> HttpResponse:
 
 
 def _rules(post: QueryDict) -> CredentialRules:
-    models = tuple(m.strip() for m in post.get("allowed_models", "").split(",") if m.strip())
+    models = tuple(comma_list(post.get("allowed_models", "")))
     return CredentialRules(allowed_models=models, api_keys=tuple(post.getlist("api_keys")),
                            managed_fallback=post.get("managed_fallback") == "on")  # fmt: skip
 

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 
 from audit.models import RequestTrace
 from console.access import Access, access
+from console.workspace_config import comma_list
 from presets.models import KeySettings, Preset, Route
 from presets.preset_services import update_key
 from workspaces.models import ApiKey
@@ -127,15 +128,11 @@ def edit_key(request: HttpRequest, ws: str, key_id: int) -> HttpResponse:
     try:
         changes = {"name": form["name"].strip(), "expires_at": _expiry(form["expires_on"])}
         settings_changes = {
-            "allowed_models": _items(form["allowed_models"]),
+            "allowed_models": comma_list(form["allowed_models"]),
             "preset": form["preset"] or None,
-            "routes": _items(form["routes"]),
+            "routes": comma_list(form["routes"]),
         }
         update_key(key, changes, settings_changes, actor=request.user.get_username())
     except (ValueError, KeyRevoked) as error:  # InvalidName, DuplicateKeyName, Settings*
         return _edit_page(request, seen, key, form, problem=str(error))
     return redirect("console:keys", ws=seen.workspace.slug)
-
-
-def _items(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]

@@ -4,13 +4,15 @@
 The form holds text; turning it back into the section is all this does. Checking it is
 left to the one validator `apply` uses (gateway/config), so the console accepts and
 refuses exactly what a config file would, with the same messages. A number that does not
-parse stays text, for that validator to name. Pure: no Django."""
+parse stays text, for that validator to name. Pure: no database."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from console.workspace_config import comma_list
 
 RESIDENCY = ("eu-owned", "eu-hosted", "any")
 MODES = ("balanced", "price", "latency", "throughput")
@@ -70,7 +72,7 @@ def form_values(document: Mapping[str, Any]) -> dict[str, Any]:
 
 def document_of(get: Callable[[str], str], get_list: Callable[[str], list[str]]) -> dict[str, Any]:
     """A posted form (`get`/`get_list` of its QueryDict) as a `policy:` section."""
-    doc: dict[str, Any] = {name: _items(get(name)) for name in LISTS}
+    doc: dict[str, Any] = {name: comma_list(get(name)) for name in LISTS}
     doc["allowed_residency"] = [r for r in get_list("allowed_residency") if r]
     doc["partners"] = get("partners") in ("on", "true", "1")
     caps = {side: _number(get(f"max_price_{side}")) for side in ("prompt", "completion")}
@@ -86,10 +88,6 @@ def document_of(get: Callable[[str], str], get_list: Callable[[str], list[str]])
         numbers = {name: _number(get(f"{group}_{name}")) for name in names}
         doc[group] = {name: value for name, value in numbers.items() if value is not None}
     return doc
-
-
-def _items(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _number(text: str) -> int | float | str | None:

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 from console.access import Access, access
 from console.policy_form import FIELDS, MODES, RESIDENCY, document_of, form_values
 from console.policy_preview import ModelPreview, preview
+from console.workspace_config import problems, section
 from gateway.config.apply import apply_config, parse
 from gateway.config.export import policy_document
 from gateway.config.fields import ConfigError
@@ -34,15 +35,6 @@ PREFIX = "workspaces[0].policy."  # the validator's paths, as the form names the
 
 def _stored(seen: Access) -> Policy:
     return Policy.objects.filter(workspace=seen.workspace).first() or Policy()
-
-
-def _section(seen: Access, doc: dict[str, Any]) -> dict[str, Any]:
-    workspace = seen.workspace
-    return {"workspaces": [{"slug": workspace.slug, "name": workspace.name, "policy": doc}]}
-
-
-def _problems(error: ConfigError) -> list[str]:
-    return [problem.removeprefix(PREFIX) for problem in error.errors]
 
 
 def _posted(request: HttpRequest) -> dict[str, Any]:
@@ -75,11 +67,12 @@ def save_policy(request: HttpRequest, ws: str) -> HttpResponse:
     seen.require(Action.EDIT)
     doc = _posted(request)
     try:
-        report = apply_config(_section(seen, doc), actor=request.user.get_username(),
+        report = apply_config(section(seen.workspace, "policy", doc),
+                              actor=request.user.get_username(),
                               target="console:policy")  # fmt: skip
     except ConfigError as error:
         models = preview(policy_view(_stored(seen)), catalog_endpoints())
-        return _page(request, seen, form_values(doc), models, _problems(error), status=400)
+        return _page(request, seen, form_values(doc), models, problems(error, PREFIX), status=400)
     messages.success(request, "Policy saved." if report.changed else "Nothing changed.")
     return redirect("console:policy", ws=seen.workspace.slug)
 
@@ -90,9 +83,15 @@ def preview_policy(request: HttpRequest, ws: str) -> HttpResponse:
     """The preview of the form as it stands (htmx, on every change). Reads only."""
     seen = access(request.user, ws)
     try:
-        spec = parse(_section(seen, _posted(request)), environ={}).workspaces[0].policy
+        spec = (
+            parse(section(seen.workspace, "policy", _posted(request)), environ={})
+            .workspaces[0]
+            .policy
+        )
     except ConfigError as error:
-        return render(request, "console/_policy_preview.html", {"problems": _problems(error)})
+        return render(
+            request, "console/_policy_preview.html", {"problems": problems(error, PREFIX)}
+        )
     unsaved = Policy(**{k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()})
     models = preview(policy_view(unsaved), catalog_endpoints())
     return render(request, "console/_policy_preview.html", {"models": models, "problems": []})

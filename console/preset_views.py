@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from console.access import Access, access
+from console.workspace_config import comma_list, problems, section
 from gateway.config.apply import apply_config
 from gateway.config.fields import ConfigError
 from presets.models import KeySettings, Preset
@@ -56,7 +57,7 @@ def _entry(post: Any) -> dict[str, Any]:
     """A posted preset form as the `presets:` entry of a config file."""
     entry: dict[str, Any] = {"slug": post.get("slug", "").strip()}
     for name in LISTS:
-        entry[name] = [item.strip() for item in post.get(name, "").split(",") if item.strip()]
+        entry[name] = comma_list(post.get(name, ""))
     entry["default_prompt"] = post.get("default_prompt", "")
     params = post.get("default_params", "").strip()
     if params:
@@ -77,15 +78,14 @@ def save_preset(request: HttpRequest, ws: str) -> HttpResponse:
     workspace = seen.workspace
     try:
         entry = _entry(request.POST)
-        document = {"workspaces": [{"slug": workspace.slug, "name": workspace.name,
-                                    "presets": [entry]}]}  # fmt: skip
-        report = apply_config(document, actor=request.user.get_username(),
+        report = apply_config(section(workspace, "presets", [entry]),
+                              actor=request.user.get_username(),
                               target="console:presets")  # fmt: skip
     except ConfigError as error:
-        problems = [p.removeprefix("workspaces[0].presets[0].") for p in error.errors]
+        found = problems(error, "workspaces[0].presets[0].")
         draft = {name: request.POST.get(name, "") for name in (*LISTS, "slug", "default_prompt",
                                                                "default_params")}  # fmt: skip
-        return _page(request, seen, problems, status=400, draft=draft)
+        return _page(request, seen, found, status=400, draft=draft)
     shown = entry["slug"]
     messages.success(request, f"Preset {shown} saved." if report.changed else "Nothing changed.")
     return redirect("console:presets", ws=workspace.slug)

@@ -1,0 +1,26 @@
+"""What the console's policy and preset pages hand to `apply`: the workspace's section of
+a config file, and the validator's problems with the file's path prefix cut off — so a
+page names the field as its form does (`max_attempts: …`, not `workspaces[0].policy.…`).
+Also the forms' comma-separated lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.config.fields import ConfigError
+from workspaces.models import Workspace
+
+
+def section(workspace: Workspace, name: str, value: Any) -> dict[str, Any]:
+    """A config file holding only `name` (policy, presets) of `workspace`: `apply` leaves
+    every other section of it as stored."""
+    return {"workspaces": [{"slug": workspace.slug, "name": workspace.name, name: value}]}
+
+
+def problems(error: ConfigError, prefix: str) -> list[str]:
+    return [problem.removeprefix(prefix) for problem in error.errors]
+
+
+def comma_list(text: str) -> list[str]:
+    """`a, b,, c ` as ["a", "b", "c"]."""
+    return [item.strip() for item in text.split(",") if item.strip()]
