@@ -79,8 +79,8 @@ def _judge(route: Route, guard: Guard, now: float) -> RolledBack | None:
     version = route.deployed
     assert version is not None
     since = datetime.fromtimestamp(now - guard.window_s, tz=UTC)
-    watched = window_stats(route.slug, version.number, guard.node, since)
-    baseline = window_stats(route.slug, version.number, guard.baseline, since)
+    watched = window_stats(route, version.number, guard.node, since)
+    baseline = window_stats(route, version.number, guard.baseline, since)
     verdict = guard_verdict(guard, watched, baseline)
     if not verdict.breached:
         return None
@@ -101,10 +101,13 @@ def _judge(route: Route, guard: Guard, now: float) -> RolledBack | None:
     return RolledBack(route.slug, version.number, back.number, verdict.reasons)
 
 
-def window_stats(route: str, version: int, node: str, since: datetime) -> WindowStats:
-    """The traffic that ended at `node` of `route` v`version` since `since`."""
-    rows = RequestTrace.objects.filter(route=route, route_version=version, route_node=node,
-                                       created_at__gte=since, purpose="")  # fmt: skip
+def window_stats(route: Route, version: int, node: str, since: datetime) -> WindowStats:
+    """The traffic that ended at `node` of `route` v`version` since `since`. Route slugs
+    are per workspace: another workspace's route of the same slug is not this one's."""
+    rows = RequestTrace.objects.filter(
+        workspace_id=route.workspace_id, route=route.slug, route_version=version,
+        route_node=node, created_at__gte=since, purpose="",
+    )  # fmt: skip
     totals = rows.aggregate(
         requests=Count("id"), errors=Count("id", filter=Q(status_code__gte=ERROR_STATUS)),
         cost=Sum("cost_micros"),

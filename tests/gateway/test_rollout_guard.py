@@ -119,3 +119,19 @@ def test_d_26_a_route_is_judged_once_per_interval_and_rolled_back_once(guarded) 
     assert [r.to for r in check_rollout_guards(NOW + 31)] == [1]
     assert check_rollout_guards(NOW + 62) == []
     assert AdminEvent.objects.filter(action="route.guard_rollback").count() == 1
+
+
+def test_r_bey_4_another_workspace_s_route_of_the_same_slug_is_not_judged_with_it(
+    guarded,
+) -> None:
+    # given a second workspace whose route `r` v2 fails on its own `canary` node
+    other = Workspace.objects.create(slug="globex", name="Globex")
+    twin = Route.objects.create(workspace=other, slug="r")
+    traces(guarded, "stable", 200)
+    traces(guarded, "canary", 40)
+    traces(twin, "canary", 200, errors=200)
+    # when the guard judges acme's route
+    rolled = check_rollout_guards(NOW)
+    # then acme's healthy canary stays deployed: globex's failures are not its traffic
+    assert rolled == []
+    assert Route.objects.get(pk=guarded.pk).deployed.number == 2
