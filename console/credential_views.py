@@ -5,10 +5,16 @@ A credential's secret is write-only: the page never has it (only "stored, update
 the form's field is a password field left empty on every render, and an empty field on
 a replace keeps the stored key. Writes go through workspaces/services.py (sealed with
 AES-256-GCM bound to workspace and provider, atomic, audited with `[secret]` for the
-secret), after the one predicate says `edit`. Their health view comes with part 2."""
+secret), after the one predicate says `edit`.
+
+Each credential's health in this workspace (SPEC R-BEY-7) comes from where the management
+API's `health` field and `GET /health` read it (`request_state.credentials_health`):
+whether it cools down and until when, and the failures of its key this worker saw in the
+last five minutes. The stores count failures only, not attempts, so no rate is shown."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.contrib import messages
@@ -19,6 +25,7 @@ from django.views.decorators.http import require_POST
 
 from console.access import Access, access
 from console.workspace_config import comma_list
+from gateway.state import request_state
 from routing.models import Provider
 from workspaces.models import ApiKey, ProviderCredential
 from workspaces.permissions import Action
@@ -39,12 +46,25 @@ def _page(
                    .prefetch_related("api_keys").order_by("provider_slug"))  # fmt: skip
     keys = list(ApiKey.objects.active().filter(workspace=seen.workspace).order_by("name")
                 .values_list("lookup_id", "name")[:500])  # fmt: skip
+    health = request_state.credentials_health(
+        seen.workspace.pk, [c.provider_slug for c in credentials], time.time()
+    )
     rows = [{"credential": c, "models": ", ".join(c.allowed_models),
-             "keys": {k.lookup_id for k in c.api_keys.all()}} for c in credentials]  # fmt: skip
+             "keys": {k.lookup_id for k in c.api_keys.all()},
+             "health": _shown(health.get(c.provider_slug))} for c in credentials]  # fmt: skip
     providers = Provider.objects.order_by("slug").values_list("slug", flat=True)
     context = {"access": seen, "section": "credentials", "rows": rows, "keys": keys,
                "providers": list(providers), "problems": problems}  # fmt: skip
     return render(request, "console/credentials.html", context, status=status)
+
+
+def _shown(health: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The health as the page says it: its ISO times (`…Z`) as `YYYY-MM-DD HH:MM:SS`."""
+    if health is None:
+        return None
+    return {name: value.replace("T", " ").removesuffix("Z")[:19]
+            if name.endswith(("_until", "_at")) and isinstance(value, str) else value
+            for name, value in health.items()}  # fmt: skip
 
 
 @login_required

@@ -5,6 +5,7 @@ from django.urls import path
 
 from console import (
     audit_views,
+    budget_views,
     credential_views,
     explain_views,
     key_views,
@@ -12,6 +13,8 @@ from console import (
     policy_views,
     preset_views,
     request_views,
+    route_release_views,
+    route_views,
     sign_in,
 )
 
@@ -32,6 +35,14 @@ urlpatterns = [
         credential_views.remove_credential,
         name="remove-credential",
     ),  # fmt: skip
+    path("<slug:ws>/budgets/", budget_views.budgets, name="budgets"),
+    path("<slug:ws>/budgets/save", budget_views.save_budget, name="save-budget"),
+    path(
+        "<slug:ws>/budgets/<int:budget_id>/delete",
+        budget_views.delete_budget,
+        name="delete-budget",
+    ),  # fmt: skip
+    path("<slug:ws>/budgets/limits", budget_views.save_limits, name="save-limits"),
     path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
     path("<slug:ws>/keys/<int:key_id>/", key_views.edit_key, name="edit-key"),
     path("<slug:ws>/keys/<int:key_id>/revoke/", key_views.revoke_key, name="revoke-key"),
@@ -42,4 +53,16 @@ urlpatterns = [
     path("<slug:ws>/live/data", live_views.live_data, name="live-data"),
     path("<slug:ws>/explain/", explain_views.explain, name="explain"),
     path("<slug:ws>/audit/", audit_views.audit_log, name="audit"),
+    path("<slug:ws>/routes/", route_views.routes, name="routes"),
+    path("<slug:ws>/routes/new", route_views.new_route, name="new-route"),
+    path("<slug:ws>/routes/save", route_views.save, name="save-route"),
+    path("<slug:ws>/routes/<slug:slug>/", route_views.route, name="route"),
+    path("<slug:ws>/routes/<slug:slug>/diff/", route_release_views.diff, name="route-diff"),
+    path("<slug:ws>/routes/<slug:slug>/replay", route_release_views.replay, name="route-replay"),
+    path("<slug:ws>/routes/<slug:slug>/deploy/", route_release_views.deploy, name="deploy-route"),
+    path(
+        "<slug:ws>/routes/<slug:slug>/rollback/",
+        route_release_views.rollback,
+        name="rollback-route",
+    ),  # fmt: skip
 ]

@@ -44,6 +44,7 @@ from routing.engine.types import AUTO_ALIASES, EndpointInfo, LiveState, Mode, Ro
 SAMPLE_SIZE = 20  # trace ids listed in the report
 DURATION_UNITS = {"m": 60, "h": 3600, "d": 86400}
 MAX_TRACES = 100_000
+REFUSED_STATUS = 400  # a served request answered below this; a refusal is a 4xx
 
 
 def parse_duration(text: str) -> float:
@@ -63,6 +64,7 @@ class ReplayReport:
     changed: dict[str, int] = field(default_factory=lambda: {"node": 0, "model": 0,
                                                              "endpoint": 0})  # fmt: skip
     refused: int = 0
+    newly_refused: int = 0  # refused by the version, answered when they were served
     cost_delta_micros: int = 0
     sample: list[str] = field(default_factory=list)
     predictions: dict[str, dict[str, Any]] = field(default_factory=dict)  # by trace id
@@ -72,7 +74,8 @@ class ReplayReport:
         report: dict[str, Any] = {
             "route": self.route, "version": self.version, "deployed": self.deployed,
             "since_s": self.since_s, "total": self.total, "changed": dict(self.changed),
-            "refused": self.refused, "cost_delta_usd": self.cost_delta_micros / 1_000_000,
+            "refused": self.refused, "newly_refused": self.newly_refused,
+            "cost_delta_usd": self.cost_delta_micros / 1_000_000,
             "sample": list(self.sample),
         }  # fmt: skip
         if with_predictions:
@@ -259,6 +262,7 @@ def _tally(
         report.changed[what] += changed
     if prediction["refused"]:
         report.refused += 1
+        report.newly_refused += trace.status_code < REFUSED_STATUS
         report.cost_delta_micros -= trace.cost_micros
     elif prediction["endpoint"] and trace.usage:
         predicted = _cost(trace.usage, index.endpoints.get(prediction["endpoint"]))

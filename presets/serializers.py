@@ -377,5 +377,8 @@ class ReplayReportSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     changed = serializers.DictField(child=serializers.IntegerField())
     refused = serializers.IntegerField()
+    newly_refused = serializers.IntegerField(
+        help_text="Of `refused`, those that were answered when they were served."
+    )
     cost_delta_usd = serializers.FloatField()
     sample = serializers.ListField(child=serializers.CharField())

@@ -19,9 +19,10 @@ from console.csp import POLICY
 from console.sign_in import MAX_FAILURES
 from console.urls import urlpatterns
 from gateway.config.apply import apply_config
+from presets.services import deploy_route, save_route
 from tests.console.conftest import PASSWORD, ROLES
 from tests.presets.clients import client_as
-from workspaces.models import ApiKey, ProviderCredential, Workspace
+from workspaces.models import ApiKey, Budget, ProviderCredential, Workspace
 from workspaces.permissions import allows
 from workspaces.services import (
     CredentialRules,
@@ -32,6 +33,7 @@ from workspaces.services import (
 pytestmark = pytest.mark.django_db
 MANAGED_SECRET = "sk-managed-" + "m" * 24
 BYOK_SECRET = "sk-byok-" + "b" * 24
+PLANTED_BUDGET_ID = 4242
 
 
 def _trace(workspace: Workspace, key: ApiKey | None, **fields: Any) -> RequestTrace:
@@ -51,13 +53,18 @@ WRITES = {  # URL name -> the action it needs
     "create-key": "edit", "revoke-key": "edit", "save-policy": "edit", "save-preset": "edit",
     "save-credential": "edit", "remove-credential": "edit", "preview-policy": "read",
     "explain": "use", "edit-key": "edit",
+    "save-budget": "edit", "delete-budget": "edit", "save-limits": "edit",
+    "save-route": "edit", "route-replay": "use", "deploy-route": "edit", "rollback-route": "edit",
 }  # fmt: skip
-SHOWN_TOO = {"explain", "edit-key"}  # a form on GET, its write on POST
+# a form on GET, its write on POST
+SHOWN_TOO = {"explain", "edit-key", "deploy-route", "rollback-route"}
 
 
 def _workspace_urls(workspace: Workspace, trace: RequestTrace, key: ApiKey) -> dict[str, str]:
     """Every console URL of `workspace`, by name: the `<ws>/…` patterns of console/urls.py."""
-    values = {"ws": workspace.slug, "trace_id": trace.pk, "key_id": key.pk, "provider": "prov"}
+    values = {"ws": workspace.slug, "trace_id": trace.pk, "key_id": key.pk, "provider": "prov",
+              "slug": "r"}  # fmt: skip
+    values["budget_id"] = _budget(workspace).pk
     found = {}
     for pattern in urlpatterns:
         names = re.findall(r"<(?:\w+:)?(\w+)>", str(pattern.pattern))
@@ -67,12 +74,29 @@ def _workspace_urls(workspace: Workspace, trace: RequestTrace, key: ApiKey) -> d
     return found
 
 
+def _budget(workspace: Workspace) -> Budget:
+    """The budget `delete-budget` deletes, made again (same id, so same URL) once deleted."""
+    return Budget.objects.get_or_create(pk=PLANTED_BUDGET_ID, defaults={
+        "workspace": workspace, "period": "weekly", "limit_micros": 1_000_000})[0]  # fmt: skip
+
+
 def _planted(workspace: Workspace) -> tuple[ApiKey, RequestTrace]:
     key = create_api_key(workspace, name="acme-bot", actor="test").api_key
     apply_config({"providers": [{"slug": "prov", "name": "Prov", "base_url": "http://127.0.0.1:9"}]},
                  actor="test")  # fmt: skip
     create_credential(workspace, "prov", secret=BYOK_SECRET, rules=CredentialRules(), actor="test")
+    _route(workspace)
     return key, _trace(workspace, key)
+
+
+def _route(workspace: Workspace) -> None:
+    """Route `r`: v1 deployed, v2 a draft — so deploy and rollback each have a target."""
+    for model in ("requested", "auto"):
+        content = {"slug": "r", "start": "pick", "nodes": {"pick": {"type": "model",
+                                                                   "model": model}}}  # fmt: skip
+        saved = save_route(workspace, content, actor="test")
+        if model == "requested":
+            deploy_route(saved.route, actor="test")
 
 
 def test_d_30_every_member_reads_every_page_and_an_outsider_gets_404(acme, people):
@@ -80,7 +104,8 @@ def test_d_30_every_member_reads_every_page_and_an_outsider_gets_404(acme, peopl
     urls = _workspace_urls(acme, trace, key)
     pages = {n: u for n, u in urls.items() if n not in WRITES or n in SHOWN_TOO}
     assert {"requests", "trace", "keys", "edit-key", "policy", "presets", "credentials",
-            "explain", "audit"} <= set(pages)  # fmt: skip
+            "explain", "audit", "routes", "new-route", "route", "route-diff", "deploy-route",
+            "rollback-route"} <= set(pages)  # fmt: skip
     for role, browser in people.items():
         for url in pages.values():
             response = browser.get(url)
@@ -101,6 +126,7 @@ def test_d_30_every_write_is_the_predicate_s_and_an_outsider_s_is_a_404(acme, pe
             if not ProviderCredential.objects.filter(workspace=acme).exists():  # deleted by one
                 create_credential(acme, "prov", secret=BYOK_SECRET, rules=CredentialRules(),
                                   actor="test")  # fmt: skip
+            _budget(acme)  # deleted by one
             status = browser.post(urls[name], {}).status_code
             if role == "outsider":
                 assert status == 404, (role, name)

@@ -3,7 +3,7 @@ the route values (graph), validation with every problem's path (parse), which ro
 a request (select), the walk for one request (evaluate), version diffs (diff) and the
 rollout guard's verdict (guard). The gateway stores versions, counts usage and acts."""
 
-from routing.engine.routes.diff import Change, diff_routes, render_diff
+from routing.engine.routes.diff import Change, diff_routes, flow_value, render_diff
 from routing.engine.routes.evaluate import (
     RouteFacts,
     RouteOutcome,
@@ -42,7 +42,7 @@ __all__ = [
     "AUTO", "REQUESTED", "Branch", "BudgetNode", "Change", "ConditionNode", "GuardVerdict",
     "ModelNode", "Node", "Problem", "RateLimitNode", "RejectNode", "RolloutGuard", "Route",
     "RouteFacts", "RouteInvalid", "RouteOutcome", "SplitNode", "Step", "Terminal", "Usage",
-    "WindowStats", "canonical_json", "content_hash", "diff_routes", "evaluate",
+    "WindowStats", "canonical_json", "content_hash", "diff_routes", "evaluate", "flow_value",
     "guard_verdict", "narrow_provider", "node_exits", "node_type", "parse_route",
     "period_bounds", "render_diff", "route_for", "seconds_until_reset", "split_bucket",
 ]  # fmt: skip

@@ -92,15 +92,18 @@ def render_diff(changes: tuple[Change, ...] | list[Change]) -> list[str]:
     lines: list[str] = []
     for change in changes:
         if change.kind == "~":
-            lines.append(f"~ {change.path}: {_flow(change.before)} → {_flow(change.after)}")
+            lines.append(
+                f"~ {change.path}: {flow_value(change.before)} → {flow_value(change.after)}"
+            )
         elif change.kind == "+":
-            lines.append(f"+ {change.path}: {_flow(change.after)}")
+            lines.append(f"+ {change.path}: {flow_value(change.after)}")
         else:
             lines.append(f"- {change.path}")
     return lines
 
 
-def _flow(value: Any) -> str:
+def flow_value(value: Any) -> str:
+    """`value` in YAML's flow style, as a diff line and the studio's side by side show it."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -110,9 +113,13 @@ def _flow(value: Any) -> str:
     if isinstance(value, str):
         return value if _is_plain(value) else json.dumps(value, ensure_ascii=False)
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_flow(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{flow_value(str(k))}: {flow_value(v)}" for k, v in value.items())
+            + "}"
+        )
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_flow(item) for item in value) + "]"
+        return "[" + ", ".join(flow_value(item) for item in value) + "]"
     return json.dumps(str(value))
 
 

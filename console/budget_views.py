@@ -1,0 +1,149 @@
+"""Budgets & limits in the console (SPEC R-LIM-1, R-LIM-2, R-POL-2, D-28, D-30): the page
+(console/budget_status.py says what it shows and where spending comes from), and its
+three writes — set or replace a budget, delete one, set a scope's rate limits.
+
+Each write asks the one predicate for `edit` first, then validates the form with the
+management API's serializers (presets/budget_serializers.py: `apply`'s rules), so a
+problem reads exactly as the API's 400 says it; a bad form is a 400 re-rendering the page
+with that message and writes nothing. Valid values go through
+`workspaces.budget_services` (atomic, audited) and the page redirects with a message."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+from rest_framework.exceptions import ValidationError
+
+from console.access import Access, access
+from console.budget_status import budget_page
+from console.workspace_config import comma_list
+from gateway.config.budgets import BUDGET_PERIODS
+from presets.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
+from workspaces import budget_services
+from workspaces.api import invalid_request
+from workspaces.budget_models import Budget
+from workspaces.models import ApiKey
+from workspaces.permissions import Action
+
+LIMIT_FIELDS = budget_services.LIMIT_FIELDS
+BUDGET_FORM = ("key_name", "period", "usd", "alerts")
+
+
+def _page(
+    request: HttpRequest, seen: Access, *, problems: tuple[str, ...] = (),
+    forms: Mapping[str, Mapping[str, str]] | None = None,
+) -> HttpResponse:  # fmt: skip
+    names = (ApiKey.objects.active().filter(workspace=seen.workspace).order_by("name")
+             .values_list("name", flat=True).distinct()[:500])  # fmt: skip
+    context = {
+        "access": seen, "section": "budgets", "page": budget_page(seen.workspace, time.time()),
+        "periods": BUDGET_PERIODS, "key_names": list(names), "problems": problems,
+        "budget_form": {}, "limits_form": {}, **(forms or {}),
+    }  # fmt: skip
+    return render(request, "console/budgets.html", context, status=400 if problems else 200)
+
+
+@login_required
+def budgets(request: HttpRequest, ws: str) -> HttpResponse:
+    return _page(request, access(request.user, ws))
+
+
+def _number(text: str) -> object:
+    """A form's number as JSON would carry it (an int, else a float); text that is
+    neither is handed on as text, for the serializer to say what is wrong with it."""
+    text = text.strip()
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _budget_body(post: QueryDict) -> dict[str, Any]:
+    """The form as `POST budgets` takes it; a blank field is left out (`is required`)."""
+    body: dict[str, Any] = {"alerts": [_number(a) for a in comma_list(post.get("alerts", ""))]}
+    for field in ("key_name", "period", "usd"):
+        if post.get(field, "") != "":
+            body[field] = _number(post[field]) if field == "usd" else post[field]
+    return body
+
+
+def _limits_body(post: QueryDict) -> dict[str, Any]:
+    """The form as `PUT limits` takes it: a blank limit is null (no limit of that kind)."""
+    body: dict[str, Any] = {f: _number(post[f]) if post.get(f, "").strip() else None
+                            for f in LIMIT_FIELDS}  # fmt: skip
+    if post.get("key_name", "") != "":
+        body["key_name"] = post["key_name"]
+    return body
+
+
+def _message(error: ValidationError) -> str:
+    """Every problem as `path: message`, joined as the management API's 400 says them."""
+    return str(invalid_request(error).detail)
+
+
+def _scope(key_name: str) -> str:
+    return f"key {key_name}" if key_name else "the workspace"
+
+
+def _typed(post: QueryDict, fields: tuple[str, ...]) -> dict[str, str]:
+    return {field: post.get(field, "") for field in fields}
+
+
+@login_required
+@require_POST
+def save_budget(request: HttpRequest, ws: str) -> HttpResponse:
+    """Create or replace the budget of (key name, period)."""
+    seen = access(request.user, ws)
+    seen.require(Action.EDIT)
+    body = BudgetBodySerializer(data=_budget_body(request.POST))
+    try:
+        body.is_valid(raise_exception=True)
+    except ValidationError as error:
+        typed = {"budget_form": _typed(request.POST, BUDGET_FORM)}
+        return _page(request, seen, problems=(_message(error),), forms=typed)
+    key_name, values = body.validated_data["key_name"], body.validated_data["budget"]
+    saved = budget_services.set_budget(seen.workspace, key_name, values,
+                                       actor=request.user.get_username())  # fmt: skip
+    done = "created" if saved.created else "saved"
+    messages.success(request, f"The {values.period} budget of {_scope(key_name)} {done}.")
+    return redirect("console:budgets", ws=seen.workspace.slug)
+
+
+@login_required
+@require_POST
+def delete_budget(request: HttpRequest, ws: str, budget_id: int) -> HttpResponse:
+    seen = access(request.user, ws)
+    seen.require(Action.EDIT)
+    found = get_object_or_404(Budget, pk=budget_id, workspace=seen.workspace)
+    budget_services.delete_budget(found, actor=request.user.get_username())
+    messages.success(request, f"The {found.period} budget of {_scope(found.key_name)} deleted.")
+    return redirect("console:budgets", ws=seen.workspace.slug)
+
+
+@login_required
+@require_POST
+def save_limits(request: HttpRequest, ws: str) -> HttpResponse:
+    """Replace one scope's rate limits whole; all blank removes them."""
+    seen = access(request.user, ws)
+    seen.require(Action.EDIT)
+    body = RateLimitBodySerializer(data=_limits_body(request.POST))
+    try:
+        body.is_valid(raise_exception=True)
+    except ValidationError as error:
+        typed = {"limits_form": _typed(request.POST, ("key_name", *LIMIT_FIELDS))}
+        return _page(request, seen, problems=(_message(error),), forms=typed)
+    key_name, values = body.validated_data["key_name"], body.validated_data["limits"]
+    budget_services.set_rate_limits(seen.workspace, key_name, values,
+                                    actor=request.user.get_username())  # fmt: skip
+    done = "removed" if values.is_empty else "saved"
+    messages.success(request, f"The rate limits of {_scope(key_name)} {done}.")
+    return redirect("console:budgets", ws=seen.workspace.slug)

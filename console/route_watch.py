@@ -1,0 +1,116 @@
+"""What the route studio shows of a route at work (SPEC R-ROUTE-1, R-BEY-4): how the last
+hour's requests ended across its nodes, which keys it routes, and the rollout guard's live
+comparison and history. Reads only; each function is one or two bounded queries over the
+trace index (route, route_version, route_node, created_at) or the audit log.
+
+The guard panel compares with the guard's own `window_stats` and `guard_verdict`, so the
+numbers a person reads are the ones the next guard pass will act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import Count
+
+from audit.models import AdminEvent, RequestTrace
+from gateway.rollout_guard import window_stats
+from presets.models import KeySettings, Route, RouteVersion
+from routing.engine.routes import GuardVerdict, RolloutGuard, guard_verdict
+from workspaces.models import Workspace
+
+TRAFFIC_WINDOW_S = 3600  # the list's "last hour"
+GUARD_HISTORY = 20  # automatic rollbacks shown, newest first
+
+
+@dataclass(frozen=True, slots=True)
+class NodeShare:
+    node: str
+    requests: int
+    percent: int  # of the route version's requests in the window, rounded
+
+
+def node_traffic(
+    workspace: Workspace, now: float, routes: Iterable[str] | None = None
+) -> dict[tuple[str, int], list[NodeShare]]:
+    """{(route, version): the nodes requests ended at in the last hour, busiest first}."""
+    since = datetime.fromtimestamp(now - TRAFFIC_WINDOW_S, tz=UTC)
+    rows = RequestTrace.objects.filter(workspace=workspace, created_at__gte=since, purpose="")
+    rows = rows.exclude(route="") if routes is None else rows.filter(route__in=list(routes))
+    counts = rows.values_list("route", "route_version", "route_node").annotate(n=Count("id"))
+    found: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for route, version, node, n in counts:
+        found.setdefault((route, version or 0), []).append((node, n))
+    return {
+        key: [NodeShare(node, n, round(100 * n / sum(c for _, c in nodes)))
+              for node, n in sorted(nodes, key=lambda row: (-row[1], row[0]))]
+        for key, nodes in found.items()
+    }  # fmt: skip
+
+
+def attached_keys(workspace: Workspace) -> dict[str, list[str]]:
+    """{route slug: the key names whose settings attach it, by name} (D-23)."""
+    found: dict[str, list[str]] = {}
+    for name, routes in KeySettings.objects.filter(workspace=workspace).values_list(
+        "name", "routes"
+    ):
+        for slug in routes or ():
+            found.setdefault(slug, []).append(name)
+    return {slug: sorted(names) for slug, names in found.items()}
+
+
+def version_status(version: RouteVersion, deployed: RouteVersion | None) -> str:
+    """deployed, draft (newer than the deployed one, or nothing is deployed) or superseded."""
+    if deployed is None or version.number > deployed.number:
+        return "draft"
+    return "deployed" if version.pk == deployed.pk else "superseded"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardPanel:
+    guard: RolloutGuard
+    version: int
+    verdict: GuardVerdict
+    numbers: dict[str, Any]
+
+
+def guard_panel(route: Route, guard: RolloutGuard | None, now: float) -> GuardPanel | None:
+    """The deployed version's guard compared over its window now, as its next pass will."""
+    if guard is None or route.deployed is None:
+        return None
+    version = route.deployed.number
+    since = datetime.fromtimestamp(now - guard.window_s, tz=UTC)
+    watched = window_stats(route, version, guard.node, since)
+    baseline = window_stats(route, version, guard.baseline, since)
+    verdict = guard_verdict(guard, watched, baseline)
+    numbers = {
+        "watched": watched, "baseline": baseline,
+        "watched_error_pct": _percent(watched.errors, watched.requests),
+        "baseline_error_pct": _percent(baseline.errors, baseline.requests),
+        "max_error_points": None if guard.max_error_rate_delta is None
+        else round(guard.max_error_rate_delta * 100, 2),
+        "watched_cost_usd": _per_request_usd(watched.cost_micros, watched.requests),
+        "baseline_cost_usd": _per_request_usd(baseline.cost_micros, baseline.requests),
+    }  # fmt: skip
+    return GuardPanel(guard, version, verdict, numbers)
+
+
+def _percent(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 1) if whole else None
+
+
+def _per_request_usd(micros: int, requests: int) -> float | None:
+    return micros / requests / 1_000_000 if requests else None
+
+
+def guard_history(route: Route) -> list[AdminEvent]:
+    """The rollout guard's automatic rollbacks of `route`, newest first, with the numbers
+    each compared (their audit events, R-BEY-4)."""
+    events = AdminEvent.objects.filter(
+        workspace_id=route.workspace_id, action="route.guard_rollback",
+        target__startswith=f"{route.slug} v",
+    )  # fmt: skip
+    return list(events.order_by("-created_at", "-id")[:GUARD_HISTORY])
