@@ -11,8 +11,11 @@ the key name's scope): a route's nodes read the key's counter of their period. A
 without budgets or route nodes never touches the store. A store that cannot answer makes
 `BudgetPage.unavailable` true and leaves every line's `spending` None — never zeros.
 
-Live rate-limit usage is not shown: the limit stores answer only `acquire` and `release`,
-for the request path, so the page shows the configured limits and says so."""
+Rate limits show what is in use now beside each limit — the requests and tokens of the
+last minute not yet drained, the requests in flight — read from the limit store the
+gateway admits with (`LimitStore.usage`, which takes nothing): shared by every replica on
+Redis, this worker's own otherwise, as the page says. A store that cannot answer leaves
+the usage None, never zeros."""
 
 from __future__ import annotations
 
@@ -20,13 +23,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from console.route_watch import attached_keys
 from gateway.admission.budget_store import CounterState
 from gateway.admission.budgets import counter_name, key_scope, workspace_scope
+from gateway.admission.limits import LimitUse
 from gateway.errors import ApiError
+from gateway.state import admission_state
 from presets.budget_serializers import is_limiting
-from presets.budget_views import configured_budgets, read_counters
+from presets.budget_views import configured_budgets, read_counters, read_limit_usage
 from presets.catalog import catalog_names
-from presets.models import KeySettings, Route
+from presets.models import Route
 from routing.engine.routes import BudgetNode, RateLimitNode, RouteInvalid, parse_route
 from routing.engine.routes.periods import period_bounds
 from workspaces.budget_models import BudgetAlert, RateLimit
@@ -125,11 +131,36 @@ class RateNodeLine:
 
 
 @dataclass(frozen=True, slots=True)
+class RateLimitLine:
+    """A scope's configured limits and, by kind, what each has in use now."""
+
+    row: RateLimit
+    uses: dict[str, LimitUse] | None  # requests | tokens | concurrent; None: not read
+
+    def use(self, kind: str) -> LimitUse | None:
+        return (self.uses or {}).get(kind)
+
+    @property
+    def requests(self) -> LimitUse | None:
+        return self.use("requests")
+
+    @property
+    def tokens(self) -> LimitUse | None:
+        return self.use("tokens")
+
+    @property
+    def concurrent(self) -> LimitUse | None:
+        return self.use("concurrent")
+
+
+@dataclass(frozen=True, slots=True)
 class BudgetPage:
     budgets: tuple[BudgetLine, ...]
-    rate_limits: tuple[RateLimit, ...]
+    rate_limits: tuple[RateLimitLine, ...]
     rate_nodes: tuple[RateNodeLine, ...]
     unavailable: bool  # the budget store could not answer: no spending is shown
+    limits_unavailable: bool = False  # the limit store could not answer: no usage shown
+    limits_shared: bool = False  # usage counts every replica (Redis), not this worker's
 
 
 def usd(micros: int) -> str:
@@ -173,17 +204,6 @@ def _configured(workspace: Workspace, now: float) -> list[BudgetLine]:
     return lines
 
 
-def _attached(workspace: Workspace) -> dict[str, list[str]]:
-    """Route slug -> the key names whose settings list it, by name."""
-    found: dict[str, list[str]] = {}
-    for name, routes in KeySettings.objects.filter(workspace=workspace).values_list(
-        "name", "routes"
-    ):
-        for slug in routes or ():
-            found.setdefault(slug, []).append(name)
-    return {slug: sorted(names) for slug, names in found.items()}
-
-
 def _route_nodes(workspace: Workspace, now: float) -> tuple[list[BudgetLine], list[RateNodeLine]]:
     """Each budget and rate node of the workspace's deployed routes, once per attached
     key name (once with no key when none is). A deployed version that no longer
@@ -192,7 +212,7 @@ def _route_nodes(workspace: Workspace, now: float) -> tuple[list[BudgetLine], li
                   .select_related("deployed").order_by("slug"))  # fmt: skip
     if not routes:
         return [], []
-    catalog, attached = catalog_names(), _attached(workspace)
+    catalog, attached = catalog_names(), attached_keys(workspace)
     budgets: list[BudgetLine] = []
     rates: list[RateNodeLine] = []
     for row in routes:
@@ -260,9 +280,14 @@ def budget_page(workspace: Workspace, now: float) -> BudgetPage:
         for line in budgets
     )  # fmt: skip
     nodes = tuple(_used(line, states) for line in rate_nodes)
-    limits = RateLimit.objects.filter(workspace=workspace).order_by("key_name")
-    return BudgetPage(shown, tuple(row for row in limits if is_limiting(row)), nodes,
-                      unavailable=states is None)  # fmt: skip
+    rows = [row for row in RateLimit.objects.filter(workspace=workspace).order_by("key_name")
+            if is_limiting(row)]  # fmt: skip
+    uses = read_limit_usage(rows, now)
+    lines = tuple(RateLimitLine(row, None if uses is None else uses.get(row.key_name, {}))
+                  for row in rows)  # fmt: skip
+    return BudgetPage(shown, lines, nodes, unavailable=states is None,
+                      limits_unavailable=uses is None,
+                      limits_shared=admission_state.stores().kind == "redis")  # fmt: skip
 
 
 def _state(counter: str, states: dict[str, CounterState] | None) -> CounterState | None:

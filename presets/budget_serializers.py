@@ -183,6 +183,24 @@ class RateLimitSerializer(serializers.Serializer):
     concurrent = serializers.IntegerField(allow_null=True)
 
 
+class LimitInUseSerializer(serializers.Serializer):
+    used = serializers.FloatField(
+        help_text="Requests or tokens of the last minute not yet drained; requests in flight"
+    )
+    remaining = serializers.FloatField()
+    reset_s = serializers.FloatField(help_text="Seconds until the bucket is empty (0: leases)")
+
+
+class RateLimitStatusSerializer(RateLimitSerializer):
+    """A scope's limits with what each has in use now (R-LIM-1)."""
+
+    in_use = serializers.DictField(
+        child=LimitInUseSerializer(), allow_null=True,
+        help_text="By kind (requests, tokens, concurrent) for each limit set; null when the "
+        "limit store cannot answer. Every replica's on Redis, this worker's without it.",
+    )  # fmt: skip
+
+
 def budget_shown(budget: Budget) -> dict[str, Any]:
     """A `budgets` row as `BudgetSerializer` renders it (`limit_micros` is not shown)."""
     return {

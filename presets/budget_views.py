@@ -31,8 +31,10 @@ from rest_framework.response import Response
 
 from gateway.admission.budget_store import BudgetStoreUnavailable, CounterState
 from gateway.admission.budgets import counter_name, key_scope, workspace_scope
+from gateway.admission.limits import LimitStoreUnavailable, LimitUse
 from gateway.errors import ApiError
 from gateway.state import admission_state
+from gateway.state.snapshot_budgets import limit_spec
 from presets.budget_serializers import (
     PERIOD_ORDER,
     BudgetBodySerializer,
@@ -40,6 +42,7 @@ from presets.budget_serializers import (
     BudgetStatusSerializer,
     RateLimitBodySerializer,
     RateLimitSerializer,
+    RateLimitStatusSerializer,
     budget_shown,
     is_limiting,
     limits_shown,
@@ -77,6 +80,29 @@ def read_counters(counters: Sequence[str]) -> dict[str, CounterState]:
             503, "Budget spending cannot be read right now; try again.",
             code="budget_store_unavailable", headers={"Retry-After": "1"},
         ) from error  # fmt: skip
+
+
+def read_limit_usage(
+    rows: Sequence[RateLimit], now: float
+) -> dict[str, dict[str, LimitUse]] | None:
+    """{key name ("" for the workspace): {kind: in use}}, or None when the store cannot
+    answer. One read for every scope; none when nothing is limited."""
+    specs = [limit_spec(row) for row in rows]
+    if not specs:
+        return {}
+    names = {spec.scope: row.key_name for spec, row in zip(specs, rows, strict=True)}
+
+    async def read() -> list[LimitUse]:
+        return await admission_state.stores().limits.usage(specs, now=now)
+
+    try:
+        found = async_to_sync(read)()
+    except LimitStoreUnavailable:
+        return None
+    uses: dict[str, dict[str, LimitUse]] = {}
+    for use in found:
+        uses.setdefault(names[use.scope], {})[use.kind.value] = use
+    return uses
 
 
 def configured_budgets(workspace: Workspace) -> list[dict[str, Any]]:
@@ -174,13 +200,21 @@ class RateLimitView(WorkspaceScopedAPIView):
     refused (429 `rate_limited`). Changes reach every gateway within one snapshot poll."""
 
     @extend_schema(
-        summary="The rate limits of the workspace and of each key name",
-        responses={200: RateLimitSerializer(many=True)},
+        summary="The rate limits of the workspace and of each key name, with their use now",
+        responses={200: RateLimitStatusSerializer(many=True)},
     )
     def get(self, request: Request, ws: str) -> Response:
         rows = RateLimit.objects.filter(workspace=self.workspace).order_by("key_name")
-        shown = [limits_shown(row.key_name, row) for row in rows if is_limiting(row)]
-        return Response(RateLimitSerializer(shown, many=True).data)
+        limiting = [row for row in rows if is_limiting(row)]
+        uses = read_limit_usage(limiting, time.time())
+        shown = [
+            {**limits_shown(row.key_name, row),
+             "in_use": None if uses is None else {
+                 kind: {"used": u.used, "remaining": u.remaining, "reset_s": u.reset_s}
+                 for kind, u in uses.get(row.key_name, {}).items()}}
+            for row in limiting
+        ]  # fmt: skip
+        return Response(RateLimitStatusSerializer(shown, many=True).data)
 
     @extend_schema(
         summary="Set the rate limits of one scope; all null removes them",

@@ -17,13 +17,16 @@ from typing import Protocol
 from gateway.admission.limits import (
     Kind,
     LimitSpec,
+    LimitUse,
     LimitVerdict,
     RateKey,
     RateState,
     admit,
+    drained_level,
     empty_at,
     plan_checks,
     settled,
+    use_of,
 )
 
 # A lease outlives the longest request: the default total deadline
@@ -54,6 +57,10 @@ class LimitStore(Protocol):
     ) -> None:
         """Settle an admitted request: refund unused tokens (charge an overrun), free the
         concurrency lease. `specs` are the ones it acquired with."""
+        ...
+
+    async def usage(self, specs: Sequence[LimitSpec], *, now: float) -> list[LimitUse]:
+        """What each limit of `specs` has in use now, in plan order; reads only."""
         ...
 
 
@@ -119,6 +126,16 @@ class MemoryLimiter:
                         now=now,
                     )
                     self._store_rate(key, state, spec.tokens_per_minute)
+
+    async def usage(self, specs: Sequence[LimitSpec], *, now: float) -> list[LimitUse]:
+        with self._lock:
+            return [
+                use_of(one, float(self._live_leases(one.scope, now)))
+                if one.kind is Kind.CONCURRENT
+                else use_of(one, drained_level(self._rates.get((one.scope, one.kind)),
+                                               limit=one.limit, now=now))
+                for one in plan_checks(specs, tokens=0)
+            ]  # fmt: skip
 
     @property
     def tracked(self) -> int:

@@ -102,6 +102,30 @@ class LimitVerdict:
 RateKey = tuple[str, Kind]
 
 
+@dataclass(frozen=True, slots=True)
+class LimitUse:
+    """How much of one (scope, kind) limit is in use now, for people to read (the console):
+    a rate's bucket level — requests or tokens of the last minute not yet drained — or a
+    scope's live concurrency leases. `reset_s`: until the bucket is empty (0 for leases)."""
+
+    scope: str
+    kind: Kind
+    limit: int
+    used: float
+    reset_s: float
+
+    @property
+    def remaining(self) -> float:
+        return max(self.limit - self.used, 0.0)
+
+
+def use_of(check: PlannedCheck, used: float) -> LimitUse:
+    """`used` (a drained level, or live leases) of `check`'s limit as a LimitUse."""
+    rate = check.kind is not Kind.CONCURRENT and check.limit > 0
+    reset_s = used * WINDOW_S / check.limit if rate else 0.0
+    return LimitUse(check.scope, check.kind, check.limit, used, reset_s)
+
+
 def plan_checks(specs: Sequence[LimitSpec], *, tokens: int) -> list[PlannedCheck]:
     """Every (scope, kind) a request of `tokens` reserved tokens must pass, in spec order."""
     if tokens < 0:

@@ -31,9 +31,11 @@ from gateway.admission.limits import (
     Kind,
     LimitSpec,
     LimitStoreUnavailable,
+    LimitUse,
     LimitVerdict,
     PlannedCheck,
     plan_checks,
+    use_of,
     verdict,
 )
 
@@ -134,6 +136,25 @@ return 1
     .replace("LEVEL_SLACK", repr(LEVEL_SLACK))
 )
 
+# KEYS: one per check. ARGV: per check its kind and limit. Reply: per check what is in use
+# (a drained level, or the live leases). Reads only: expired leases are not counted, not
+# removed, so reading never changes what the next acquire sees.
+USAGE_LUA = (
+    _COMMON_LUA
+    + """
+local reply = {}
+for i = 1, #KEYS do
+  local kind, limit = ARGV[2 * i - 1], tonumber(ARGV[2 * i])
+  if kind == 'concurrent' then
+    reply[i] = fmt(redis.call('ZCOUNT', KEYS[i], '(' .. fmt(now * 1000), '+inf'))
+  else
+    reply[i] = fmt(drained(KEYS[i], limit))
+  end
+end
+return reply
+"""
+).replace("GRACE_MS", str(KEY_GRACE_MS))
+
 
 class RedisLimiter:
     """The LimitStore replicas share. `now` is accepted for the protocol and ignored."""
@@ -147,6 +168,7 @@ class RedisLimiter:
         # register_script: EVALSHA, loading the script on NOSCRIPT (a restarted Redis).
         self._acquire: AsyncScript = client.register_script(ACQUIRE_LUA)
         self._release: AsyncScript = client.register_script(RELEASE_LUA)
+        self._usage: AsyncScript = client.register_script(USAGE_LUA)
 
     @classmethod
     def from_url(
@@ -214,6 +236,20 @@ class RedisLimiter:
                 keys.append(self._key(spec.scope, Kind.CONCURRENT))
                 args += [Kind.CONCURRENT.value, spec.concurrent]
         return keys, args
+
+    async def usage(self, specs: Sequence[LimitSpec], *, now: float) -> list[LimitUse]:
+        planned = plan_checks(specs, tokens=0)
+        if not planned:
+            return []
+        keys = [self._key(one.scope, one.kind) for one in planned]
+        args: list[str | int] = []
+        for one in planned:
+            args += [one.kind.value, one.limit]
+        try:
+            reply = await self._usage(keys=keys, args=args)
+        except REDIS_ERRORS as error:
+            raise LimitStoreUnavailable(f"rate-limit store unreachable: {error}") from error
+        return [use_of(one, float(used)) for one, used in zip(planned, reply, strict=True)]
 
     @property
     def scripts(self) -> tuple[AsyncScript, AsyncScript]:

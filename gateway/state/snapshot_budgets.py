@@ -38,7 +38,7 @@ def load_governance() -> dict[tuple[int, str], Governed]:
             )  # fmt: skip
         )
     limits = {
-        (row.workspace_id, row.key_name): _limits(row)
+        (row.workspace_id, row.key_name): limit_spec(row)
         for row in RateLimit.objects.all()
         if (row.requests_per_minute, row.tokens_per_minute, row.concurrent) != (None,) * 3
     }
@@ -57,7 +57,8 @@ def _rule(
     return BudgetRule(scope, period, limit_micros, alerts, label)
 
 
-def _limits(row: RateLimit) -> LimitSpec:
+def limit_spec(row: RateLimit) -> LimitSpec:
+    """A `RateLimit` row as the limit stores take it, under its scope's name."""
     scope = (
         key_scope(row.workspace_id, row.key_name)
         if row.key_name

@@ -131,3 +131,26 @@ def test_r_lim_1_one_lock_across_threads():
         thread.join()
     # then
     assert (admitted.count(True), admitted.count(False)) == (60, 140)
+
+
+def test_r_lim_1_usage_reads_what_each_limit_has_in_use_and_changes_nothing():
+    # given 3 of 60 requests, 300 of 1000 tokens and 2 of 5 slots taken
+    limiter = MemoryLimiter(lease_ttl_s=30)
+    spec = [LimitSpec("key:34", requests_per_minute=60, tokens_per_minute=1000, concurrent=5)]
+    for lease in ("a", "b", "c"):
+        assert _acquire(limiter, spec, lease=lease, tokens=100).admitted
+    _release(limiter, spec, lease="c", reserved=100, used=100)
+    # when read 6 s later: 6 requests' and 100 tokens' worth of the minute have drained
+    usage = asyncio.run(limiter.usage(spec, now=NOW + 6))
+    # then
+    used = {(u.kind.value, u.limit): (round(u.used, 6), round(u.reset_s, 6)) for u in usage}
+    assert used == {("requests", 60): (0.0, 0.0), ("tokens", 1000): (200.0, 12.0),
+                    ("concurrent", 5): (2.0, 0.0)}  # fmt: skip
+    assert [u.remaining for u in usage] == [60.0, 800.0, 3.0]
+    # and reading took nothing: two more slots are still free of five, then none
+    assert [_acquire(limiter, spec, lease=f"d{i}", now=NOW + 6).admitted for i in range(4)] == [
+        True, True, True, False,
+    ]  # fmt: skip
+    # leases past their expiry are not in use
+    expired = asyncio.run(limiter.usage(spec, now=NOW + 37))
+    assert [u.used for u in expired if u.kind.value == "concurrent"] == [0.0]

@@ -191,3 +191,28 @@ def test_r_lim_1_redis_down_fails_closed():
         await limiter.aclose()
 
     asyncio.run(test())
+
+
+@needs_redis
+def test_r_lim_1_r_bey_9_usage_reads_what_another_replica_took_and_changes_nothing():
+    async def test(prefix: str) -> None:
+        # given a replica that took 2 requests, 300 tokens and 2 slots
+        a, b = _replica(prefix), _replica(prefix)
+        spec = [LimitSpec("key:34", requests_per_minute=60, tokens_per_minute=1000, concurrent=2)]
+        for lease in ("x", "y"):
+            assert (await a.acquire(spec, tokens=150, lease=lease, now=0)).admitted
+        # when the other replica reads the usage
+        usage = await b.usage(spec, now=0)
+        # then it sees them (drained by the few ms since), and reading took no slot
+        used = {u.kind.value: u.used for u in usage}
+        assert 1.9 < used["requests"] <= 2
+        assert 299 < used["tokens"] <= 300
+        assert used["concurrent"] == 2
+        assert [u.limit for u in usage] == [60, 1000, 2]
+        assert not (await b.acquire(spec, tokens=1, lease="z", now=0)).admitted
+        await a.release(spec, lease="x", tokens_reserved=150, tokens_used=150, now=0)
+        assert [u.used for u in await b.usage(spec, now=0) if u.kind.value == "concurrent"] == [1]
+        await a.aclose()
+        await b.aclose()
+
+    _run(test)

@@ -25,6 +25,7 @@ from audit.models import AdminEvent
 from gateway.admission import settling
 from gateway.admission.budget_store import BudgetStore, Hold
 from gateway.admission.budgets import BudgetRule, charges, key_scope
+from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
 from gateway.admission.route_usage import tracking_rules
 from gateway.config.apply import apply_config
 from gateway.request_path.admit import Admission
@@ -190,17 +191,47 @@ def test_r_lim_2_a_store_that_cannot_answer_is_shown_unavailable_never_zeros(
     assert "$0.00" not in page
 
 
-def test_r_lim_1_the_page_shows_the_configured_rate_limits_and_says_usage_is_not_shown(
-    acme, people
-):
-    # given
-    RateLimit.objects.create(workspace=acme, requests_per_minute=600, concurrent=20)
-    RateLimit.objects.create(workspace=acme, key_name="bot", tokens_per_minute=50_000)
+def test_r_lim_1_the_page_shows_each_rate_limit_with_what_is_in_use_now(memory_store, acme, people):
+    # given limits slow to drain (a tenth of a request and 10 tokens a second), and two
+    # requests the store admitted, one still in flight
+    RateLimit.objects.create(workspace=acme, requests_per_minute=6, concurrent=20)
+    RateLimit.objects.create(workspace=acme, key_name="bot", tokens_per_minute=600)
+    now = time.time()
+    limits = admission_state.stores().limits
+    workspace = LimitSpec(f"ws:{acme.pk}", requests_per_minute=6, concurrent=20)
+    bot = LimitSpec(key_scope(acme.pk, "bot"), tokens_per_minute=600)
+    for lease in ("a", "b"):
+        taken = async_to_sync(limits.acquire)([workspace, bot], tokens=100, lease=lease, now=now)
+        assert taken.admitted
+    async_to_sync(limits.release)([workspace, bot], lease="a", tokens_reserved=100,
+                                  tokens_used=100, now=now)  # fmt: skip
     # when
     page = people["viewer"].get(PAGE).content.decode()
-    # then
-    assert _rows(page, "limits") == ["workspace 600 — 20", "key bot — 50000 —"]
-    assert "Live usage of these limits is not shown here" in page
+    # then each limit shows what is in use, and when its bucket is empty again
+    workspace_row, bot_row = _rows(page, "limits")
+    assert re.fullmatch(r"workspace 2 / 6 empty in 2\d s — 1 / 20", workspace_row), workspace_row
+    found = re.fullmatch(r"key bot — (\d+) / 600 empty in (\d+) s —", bot_row)
+    assert found is not None, bot_row
+    assert 150 < int(found[1]) <= 200
+    assert 15 <= int(found[2]) <= 20
+    assert "as this gateway worker counts them" in page
+    # and reading took nothing
+    again = async_to_sync(limits.usage)([workspace], now=now)
+    assert [(u.kind.value, u.used) for u in again] == [("requests", 2.0), ("concurrent", 1.0)]
+
+
+def test_r_lim_1_a_limit_store_that_cannot_answer_shows_no_usage_never_zeros(
+    memory_store, acme, people, monkeypatch
+):
+    RateLimit.objects.create(workspace=acme, requests_per_minute=600)
+
+    async def unreachable(*args: object, **kwargs: object) -> None:
+        raise LimitStoreUnavailable("rate-limit store unreachable: refused")
+
+    monkeypatch.setattr(admission_state.stores().limits, "usage", unreachable)
+    page = people["viewer"].get(PAGE).content.decode()
+    assert _rows(page, "limits") == ["workspace 600 (usage unavailable) — —"]
+    assert "Rate-limit usage unavailable" in page
 
 
 def test_d_30_an_admin_sets_replaces_and_deletes_a_budget_and_sets_limits_audited(

@@ -21,6 +21,7 @@ from asgiref.sync import async_to_sync
 from audit.models import AdminEvent
 from gateway.admission.budget_store import Hold
 from gateway.admission.budgets import BudgetRule, charges, counter_name, key_scope, workspace_scope
+from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
 from gateway.models import ConfigVersion
 from gateway.state import admission_state
 from gateway.state.db_thread import close_connections
@@ -308,8 +309,12 @@ def test_r_lim_2_a_workspace_without_budgets_never_reads_the_store(acme, owner, 
 # Rate limits --------------------------------------------------------------------------
 
 
+def idle(limit: int) -> dict[str, float]:
+    return {"used": 0.0, "remaining": float(limit), "reset_s": 0.0}
+
+
 def test_r_lim_1_put_limits_sets_one_scope_at_a_time_and_get_lists_them(
-    acme, globex, owner, django_capture_on_commit_callbacks
+    acme, globex, owner, memory_store, django_capture_on_commit_callbacks
 ):
     # given
     RateLimit.objects.create(workspace=globex, requests_per_minute=1)
@@ -324,13 +329,43 @@ def test_r_lim_1_put_limits_sets_one_scope_at_a_time_and_get_lists_them(
     assert workspace.json() == {"scope": "workspace", "key_name": "", **body}
     assert key.json() == {**NO_LIMITS, "scope": "key", "key_name": "bot",
                           "requests_per_minute": 600}  # fmt: skip
-    assert listed.json() == [workspace.json(), key.json()]
+    assert listed.json() == [
+        {**workspace.json(), "in_use": {"requests": idle(6000), "tokens": idle(2_000_000),
+                                        "concurrent": idle(200)}},
+        {**key.json(), "in_use": {"requests": idle(600)}},
+    ]  # fmt: skip
     assert [e[:2] for e in events("rate_limit.")] == [
         ("rate_limit.create", "*"),
         ("rate_limit.create", "bot"),
     ]
     assert events("rate_limit.")[1][2] == {"requests_per_minute": {"before": None, "after": 600}}
     assert config_version() > before
+
+
+def test_r_lim_1_get_limits_shows_what_each_has_in_use_or_null_when_the_store_cannot_say(
+    acme, owner, memory_store, monkeypatch
+):
+    # given a key limit with one request in flight holding 300 tokens
+    RateLimit.objects.create(workspace=acme, key_name="bot", tokens_per_minute=600, concurrent=2)
+    spec = LimitSpec(key_scope(acme.pk, "bot"), tokens_per_minute=600, concurrent=2)
+    limits = admission_state.stores().limits
+    now = time.time()
+    assert async_to_sync(limits.acquire)([spec], tokens=300, lease="r1", now=now).admitted
+    # when
+    shown = owner.get(LIMITS).json()[0]["in_use"]
+    # then
+    assert 290 < shown["tokens"]["used"] <= 300
+    assert shown["tokens"]["remaining"] == 600 - shown["tokens"]["used"]
+    assert 29 < shown["tokens"]["reset_s"] <= 30
+    assert shown["concurrent"] == {"used": 1.0, "remaining": 1.0, "reset_s": 0.0}
+
+    # and a store that cannot answer leaves the limits readable, their use null
+    async def unreachable(*args: object, **kwargs: object) -> None:
+        raise LimitStoreUnavailable("rate-limit store unreachable")
+
+    monkeypatch.setattr(limits, "usage", unreachable)
+    answer = owner.get(LIMITS)
+    assert (answer.status_code, answer.json()[0]["in_use"]) == (200, None)
 
 
 def test_r_lim_1_put_replaces_the_scope_whole_and_all_null_removes_it(acme, owner):

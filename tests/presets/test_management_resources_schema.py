@@ -153,7 +153,10 @@ def test_budgets_and_limits_have_their_shapes(schema):
     assert components["BudgetBodyRequest"]["required"] == ["period", "usd"]
     assert answer_of(budgets["post"], "201") == {"$ref": "#/components/schemas/Budget"}
     assert set(components["Budget"]["properties"]) == configured
-    assert answer_of(limits["get"])["items"] == {"$ref": "#/components/schemas/RateLimit"}
+    assert answer_of(limits["get"])["items"] == {"$ref": "#/components/schemas/RateLimitStatus"}
+    assert set(components["RateLimitStatus"]["properties"]) == {
+        "scope", "key_name", "in_use"} | limit_fields  # fmt: skip
+    assert set(components["LimitInUse"]["properties"]) == {"used", "remaining", "reset_s"}
     assert set(components["RateLimit"]["properties"]) == {"scope", "key_name"} | limit_fields
     assert body_of(limits["put"]) == "#/components/schemas/RateLimitBodyRequest"
     assert set(components["RateLimitBodyRequest"]["properties"]) == {"key_name"} | limit_fields
