@@ -23,7 +23,7 @@ from rest_framework.exceptions import ValidationError
 
 from console.access import Access, access
 from console.budget_status import budget_page
-from console.workspace_config import comma_list
+from console.workspace_config import comma_list, form_number
 from gateway.config.budgets import BUDGET_PERIODS
 from presets.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
 from workspaces import budget_services
@@ -55,30 +55,18 @@ def budgets(request: HttpRequest, ws: str) -> HttpResponse:
     return _page(request, access(request.user, ws))
 
 
-def _number(text: str) -> object:
-    """A form's number as JSON would carry it (an int, else a float); text that is
-    neither is handed on as text, for the serializer to say what is wrong with it."""
-    text = text.strip()
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            continue
-    return text
-
-
 def _budget_body(post: QueryDict) -> dict[str, Any]:
     """The form as `POST budgets` takes it; a blank field is left out (`is required`)."""
-    body: dict[str, Any] = {"alerts": [_number(a) for a in comma_list(post.get("alerts", ""))]}
+    body: dict[str, Any] = {"alerts": [form_number(a) for a in comma_list(post.get("alerts", ""))]}
     for field in ("key_name", "period", "usd"):
         if post.get(field, "") != "":
-            body[field] = _number(post[field]) if field == "usd" else post[field]
+            body[field] = form_number(post[field]) if field == "usd" else post[field]
     return body
 
 
 def _limits_body(post: QueryDict) -> dict[str, Any]:
     """The form as `PUT limits` takes it: a blank limit is null (no limit of that kind)."""
-    body: dict[str, Any] = {f: _number(post[f]) if post.get(f, "").strip() else None
+    body: dict[str, Any] = {f: form_number(post[f]) if post.get(f, "").strip() else None
                             for f in LIMIT_FIELDS}  # fmt: skip
     if post.get("key_name", "") != "":
         body["key_name"] = post["key_name"]

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from console.workspace_config import comma_list
+from console.workspace_config import comma_list, form_number
 
 RESIDENCY = ("eu-owned", "eu-hosted", "any")
 MODES = ("balanced", "price", "latency", "throughput")
@@ -75,32 +75,19 @@ def document_of(get: Callable[[str], str], get_list: Callable[[str], list[str]])
     doc: dict[str, Any] = {name: comma_list(get(name)) for name in LISTS}
     doc["allowed_residency"] = [r for r in get_list("allowed_residency") if r]
     doc["partners"] = get("partners") in ("on", "true", "1")
-    caps = {side: _number(get(f"max_price_{side}")) for side in ("prompt", "completion")}
+    caps = {side: form_number(get(f"max_price_{side}")) for side in ("prompt", "completion")}
     if any(value is not None for value in caps.values()):
         doc["max_price"] = {side: value for side, value in caps.items() if value is not None}
     for name in ("daily_budget", "max_attempts"):
-        if (value := _number(get(name))) is not None:
+        if (value := form_number(get(name))) is not None:
             doc[name] = value
     if get("retention").strip():
         doc["retention"] = get("retention").strip()
     doc["routing_mode"] = get("routing_mode").strip() or "balanced"
     for group, names in (("timeouts", TIMEOUTS), ("cooldown", COOLDOWN)):
-        numbers = {name: _number(get(f"{group}_{name}")) for name in names}
+        numbers = {name: form_number(get(f"{group}_{name}")) for name in names}
         doc[group] = {name: value for name, value in numbers.items() if value is not None}
     return doc
-
-
-def _number(text: str) -> int | float | str | None:
-    """An int or a float; text that is neither stays text, for the validator to refuse."""
-    text = text.strip()
-    if not text:
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            continue
-    return text
 
 
 def _text(value: Any) -> str:

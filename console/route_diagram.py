@@ -13,21 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import compress, pairwise
 
-from routing.engine.routes.graph import (
-    AUTO,
-    MICROS_PER_USD,
-    REQUESTED,
-    BudgetNode,
-    ConditionNode,
-    ModelNode,
-    Node,
-    RateLimitNode,
-    RejectNode,
-    Route,
-    SplitNode,
-    node_exits,
-    node_type,
-)
+from console.route_words import branch_label, describe, percent, short_number
+from routing.engine.routes.graph import Route, node_exits, node_type
 
 BOX_W, BOX_H = 244, 80  # px: a title, two detail lines and a traffic line
 COL_GAP, ROW_GAP, MARGIN = 96, 24, 12  # px; the column gap holds the exits' labels
@@ -36,13 +23,6 @@ PAD = 10  # px from a box's side to its text
 # 10 px type word; 11 px details); the <title> tooltip keeps the full text.
 TITLE_CHARS, DETAIL_CHARS = 20, 36
 PORT_GAP, PORT_SPAN = 16, 56  # px between exits on one side, and the most they spread over
-_OP_WORDS = {"equals": "equals", "not_equals": "does not equal", "in": "is one of",
-             "not_in": "is not one of", "glob": "matches", "greater_than": "is greater than",
-             "less_than": "is less than"}  # fmt: skip
-_SPLIT_WORDS = {"session": "by session", "prompt_cache_key": "by prompt cache key",
-                "key": "by API key", "random": "at random"}  # fmt: skip
-_PERIOD_UNITS = {"minute": "minute", "hour": "hour", "daily": "day", "weekly": "week",
-                 "monthly": "month"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +81,7 @@ class Box:
         """Everything, unclipped, for the SVG <title>: one line per fact."""
         parts = [f"{self.id} ({self.type.replace('_', ' ')})", *self.phrases]
         if self.traffic is not None:
-            share = _pct(self.share_pct or 0.0)
+            share = percent(self.share_pct or 0.0)
             parts.append(f"{self.traffic:,} requests, {share} of the route's counted traffic")
         return "\n".join([*parts, " · ".join(self.flags)]).strip()
 
@@ -110,7 +90,7 @@ class Box:
         """The text with its places: the title and the type on top, the details, then the
         traffic count and the flags at the bottom. Empty lines are left out."""
         left, right, top, bottom = self.x + PAD, self.x + self.w - PAD, self.y + 18, self.y + 70
-        share = _pct(self.share_pct or 0.0)
+        share = percent(self.share_pct or 0.0)
         counted = "" if self.traffic is None else f"{self.traffic:,} req · {share}"
         lines = [Line(self.title, left, top, "node-title"),
                  Line(self.type.replace("_", " "), right, top, "node-type"),
@@ -175,7 +155,7 @@ def layout_route(
         boxes.append(Box(
             id=node_id, type=node_type(route.nodes[node_id]),
             x=MARGIN + column * (BOX_W + COL_GAP), y=MARGIN + round(row * (BOX_H + ROW_GAP)),
-            w=BOX_W, h=BOX_H, phrases=_describe(route.nodes[node_id]),
+            w=BOX_W, h=BOX_H, phrases=describe(route.nodes[node_id]),
             is_start=node_id == route.start,
             is_watched=guard is not None and guard.node == node_id,
             is_baseline=guard is not None and guard.baseline == node_id,
@@ -265,28 +245,6 @@ def _waypoint(source: str, exit_name: str, column: int) -> str:
     return f"{source}/{exit_name}/{column}"
 
 
-def _describe(node: Node) -> tuple[str, ...]:
-    """What the node does, in the words a person reads, one phrase per line wanted."""
-    if isinstance(node, ConditionNode):
-        if node.op == "exists":
-            return (f"{node.field} is present",)
-        return (f"{node.field} {_OP_WORDS.get(node.op, node.op)} {_value(node.value)}",)
-    if isinstance(node, SplitNode):
-        return (_SPLIT_WORDS.get(node.by, f"by {node.by}"),)
-    if isinstance(node, RateLimitNode):
-        return (f"{node.requests:,} requests / {_PERIOD_UNITS.get(node.period, node.period)}",)
-    if isinstance(node, BudgetNode):
-        return (f"{_usd(node.limit_micros)} / {_PERIOD_UNITS.get(node.period, node.period)}",)
-    if isinstance(node, ModelNode):
-        model = {REQUESTED: "the requested model", AUTO: "auto"}.get(node.model, node.model)
-        first = f"{model} · {node.mode}" if node.mode else model
-        if not node.allow_fallbacks:
-            return (first, "no fallbacks")
-        return (first, f"fallbacks: {', '.join(node.fallbacks)}") if node.fallbacks else (first,)
-    assert isinstance(node, RejectNode)
-    return (f"{node.status} {node.message}",)
-
-
 def _edges(
     route: Route, boxes: list[Box], places: Mapping[str, tuple[int, float]]
 ) -> tuple[Edge, ...]:
@@ -317,7 +275,7 @@ def _edges(
         # The label sits just right of the source, above its exit: siblings' ports are
         # PORT_GAP apart, so their labels do not overlap however the curves go on.
         x, y = points[0]
-        label = _branch_share(route.nodes[src], name)
+        label = branch_label(route.nodes[src], name)
         edges.append(Edge(src, to, name, label, d, round(x) + 6, round(y) - 4))
     return tuple(edges)
 
@@ -342,34 +300,6 @@ def _port(box: Box, i: int, n: int) -> float:
     return box.y + box.h / 2 + (i - (n - 1) / 2) * gap
 
 
-def _branch_share(node: Node, exit_name: str) -> str:
-    """A split's exit is labelled with its branch's share of traffic; others by name."""
-    if not isinstance(node, SplitNode):
-        return exit_name
-    index = int(exit_name.removeprefix("branches[").removesuffix("]"))
-    return _pct(100 * node.branches[index].weight / sum(b.weight for b in node.branches))
-
-
-def _pct(share: float) -> str:
-    """One decimal, none when whole: 90 → `90%`, 100/3 → `33.3%`."""
-    return f"{_n(share)}%"
-
-
-def _usd(micros: int) -> str:
-    """`$50.00`; below a cent, the micro-dollars that matter (`$0.004123`)."""
-    if micros % 10_000 == 0:
-        return f"${micros / MICROS_PER_USD:,.2f}"
-    return f"${micros / MICROS_PER_USD:.6f}".rstrip("0")
-
-
-def _value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, tuple | list):
-        return ", ".join(_value(item) for item in value)
-    return str(value)
-
-
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
@@ -380,5 +310,4 @@ def _xy(x: float, y: float) -> str:
 
 def _n(value: float) -> str:
     """At most one decimal, none when whole, so the SVG stays small."""
-    rounded = round(float(value), 1)
-    return str(int(rounded)) if rounded.is_integer() else str(rounded)
+    return short_number(value)
