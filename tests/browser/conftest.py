@@ -104,6 +104,13 @@ def page(browser: Browser, request: pytest.FixtureRequest) -> Iterator[Page]:
             context.close()
 
 
+def screenshot(tab: Page, name: str) -> None:
+    """A full-page screenshot of a step a test wants seen (the `page` fixture takes only
+    the last page): var/test-artifacts/screens/<name>.png."""
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=SCREENS / f"{name}.png", full_page=True)
+
+
 def watch_console(tab: Page) -> list[str]:
     """A list that fills, from now on, with the page's console errors (CSP violations and
     failed loads among them: Chromium reports both there) and its uncaught exceptions. The

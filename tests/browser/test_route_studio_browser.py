@@ -15,12 +15,10 @@ import openai
 import pytest
 
 from gateway.processes import running_gateway
-from tests.browser.conftest import SCREENS
+from tests.browser.conftest import screenshot
 from tests.browser.test_console_browser import _person, _sign_in
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
-
     from tests.live import Live
 
 pytestmark = pytest.mark.live
@@ -81,13 +79,6 @@ def _served_model(base_url: str, key: str) -> str:
     return str(answer.model_extra["switchyard"]["model"])
 
 
-def _shot(page: Page, name: str) -> None:
-    """A full-page screenshot of a step the closing note describes (the fixture takes only
-    the last page)."""
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=SCREENS / f"route_studio_{name}.png", full_page=True)
-
-
 def _until(check, what: str, timeout_s: float) -> float:
     started = time.monotonic()
     while not check():
@@ -114,7 +105,7 @@ def test_r_route_2_edit_validate_diff_replay_deploy_and_roll_back_in_the_studio(
     problem.wait_for()
     assert "start: unknown node 'pikc'" in problem.inner_text()
     assert page.locator("textarea[name=text]").input_value() == DRAFT  # kept for the fix
-    _shot(page, "editor_with_a_problem")
+    screenshot(page, "route_studio_editor_with_a_problem")
     # fixed, it is saved as v2, a draft
     page.locator("textarea[name=text]").fill(DRAFT.replace("pikc", "pick"))
     page.get_by_role("button", name="Save as a new version").click()
@@ -125,7 +116,7 @@ def test_r_route_2_edit_validate_diff_replay_deploy_and_roll_back_in_the_studio(
     changed = page.locator("table.sides tr.changed", has_text="acme/tiny")
     assert "acme/mini" in changed.inner_text()
     assert page.locator("svg.route-diagram").count() == 2
-    _shot(page, "diff")
+    screenshot(page, "route_studio_diff")
     # the replay predicts all three recorded requests moving to acme/tiny
     page.get_by_role("link", name="flow", exact=True).click()
     page.locator("select[name=since]").select_option("1h")
@@ -134,7 +125,7 @@ def test_r_route_2_edit_validate_diff_replay_deploy_and_roll_back_in_the_studio(
     assert page.locator("[data-count=total]").inner_text() == "3"
     assert page.locator("[data-count=model]").inner_text() == "3"
     assert page.locator("table.replay-sample tbody tr").count() == 3
-    _shot(page, "replay")
+    screenshot(page, "route_studio_replay")
     # deploy from the replay, confirmed with the key whose requests change
     with running_gateway({**live.env, "SWITCHYARD_SNAPSHOT_POLL_S": "1.0"}) as other:
         _until(lambda: _served_model(other.base_url, key) == "acme/mini", "v1 on the other", 10)
@@ -187,7 +178,7 @@ def test_d_30_a_viewer_reads_the_studio_and_its_guard_and_can_change_none_of_it(
     assert f"{watched} req" in shares
     assert f"{baseline} req" in shares
     assert page.locator("p.verdict.healthy").inner_text().strip() == "Within every bound."
-    _shot(page, "guard_panel")
+    screenshot(page, "route_studio_guard_panel")
     assert page.locator("textarea[name=text]").get_attribute("readonly") is not None
     for name in ("Save as a new version", "Replay"):
         assert page.get_by_role("button", name=name).count() == 0
