@@ -3,9 +3,12 @@
 Data beside the views it describes, and small: the standard OpenAI parameters with the
 types and ranges the gateway checks (SPEC D-19), Switchyard's routing fields (their enums
 come from `routing`, so they cannot drift), the response fields clients rely on, and the
-error envelope (R-API-3). Bodies allow extra fields, as the gateway does: unknown fields
-pass through to the upstream. `tests/gateway/test_api_schema_fuzz.py` fuzzes the live
-gateway against this description.
+error envelope (R-API-3); and the Anthropic Messages ingress (R-API-9) with Anthropic's
+bodies, error envelope and the `X-Switchyard-*` headers that carry the routing facts.
+Bodies allow extra fields, as the gateway does: unknown fields pass through to the
+upstream (the Messages paths drop them). `tests/gateway/test_api_schema_fuzz.py` fuzzes
+the live gateway against this description; `tests/gateway/test_openapi_document.py` checks
+it against the code.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ import orjson
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
+from gateway.api.messages import FACT_HEADERS
+from gateway.api.messages_blocks import DROPPED_BLOCKS
+from gateway.api.messages_response import ERROR_TYPES as ANTHROPIC_ERROR_TYPES
+from gateway.api.messages_response import STOP_REASONS
+from gateway.request_path.params import MAX_STOP_SEQUENCES
 from gateway.request_path.parse import CHAT_ROLES
+from gateway.upstream.providers.anthropic import MIN_THINKING_BUDGET
 from routing.engine.language import ISO_639_1
 from routing.engine.resolve import SORT_MODES
 from routing.engine.types import MAX_FALLBACK_MODELS, RESIDENCY_ORDER, TASKS, Mode
@@ -52,7 +61,7 @@ def const(value: str) -> Schema:
 
 
 def nullable(schema: Schema) -> Schema:
-    return {"anyOf": [schema, {"type": "null"}]}
+    return {"anyOf": [schema, NULL]}
 
 
 def number(low: float, high: float) -> Schema:
@@ -67,6 +76,7 @@ STRING: Schema = {"type": "string"}
 INTEGER: Schema = {"type": "integer"}
 BOOLEAN: Schema = {"type": "boolean"}
 OBJECT: Schema = {"type": "object"}
+NULL: Schema = {"type": "null"}
 NAME: Schema = {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"}
 IMAGE_URL: Schema = {"type": "string", "pattern": "^(https?://|data:image/[a-z.+-]+;base64,)"}
 SLUGS = array({"type": "string", "pattern": r"\S"})  # trimmed; blank is a 400
@@ -135,7 +145,7 @@ CONTENT_PART: Schema = {
 MESSAGE = obj(
     ("role", "content"),
     role=enum(*sorted(CHAT_ROLES)),
-    content={"anyOf": [STRING, array(CONTENT_PART), {"type": "null"}]},
+    content={"anyOf": [STRING, array(CONTENT_PART), NULL]},
     name=STRING,
     tool_calls=array(TOOL_CALL),
     tool_call_id=STRING,
@@ -195,6 +205,106 @@ EMBEDDINGS_REQUEST = obj(
     residency=ROUTING["residency"],
 )  # fmt: skip
 
+# The Anthropic Messages API (SPEC R-API-9, docs/anthropic.md) as
+# gateway/api/messages_request.py reads it, with Switchyard's routing fields beside
+# Anthropic's. What it refuses with a 400 is left out: server tools, document blocks, and
+# the fields of `FIELDS` marked "refuse", documented as allowed only absent (or at the value
+# that asks for nothing). Fields it does not name are dropped, not refused.
+NONEMPTY: Schema = {"type": "string", "minLength": 1}
+TEXT_BLOCK = obj(("type", "text"), type=const("text"), text=STRING, cache_control=OBJECT)
+IMAGE_BLOCK = obj(
+    ("type", "source"),
+    type=const("image"),
+    source={"anyOf": [
+        obj(("type", "media_type", "data"), type=const("base64"), media_type=NONEMPTY,
+            data=NONEMPTY),
+        obj(("type", "url"), type=const("url"), url=NONEMPTY),
+    ]},
+    cache_control=OBJECT,
+)  # fmt: skip
+TOOL_USE_BLOCK = obj(("type", "id", "name", "input"), type=const("tool_use"), id=NONEMPTY,
+                     name=NONEMPTY, input=OBJECT)  # fmt: skip
+TOOL_RESULT_BLOCK = obj(
+    ("type", "tool_use_id"),
+    type=const("tool_result"),
+    tool_use_id=NONEMPTY,
+    content={"anyOf": [STRING, array({"anyOf": [TEXT_BLOCK, IMAGE_BLOCK]}), NULL]},
+    is_error={"type": ["boolean", "null"]},
+    cache_control=OBJECT,
+)
+# Earlier turns' thinking, which clients send back: accepted and dropped (signed by
+# Anthropic for one model, no other provider can read it).
+THINKING_BLOCK = obj(("type",), type=enum(*sorted(DROPPED_BLOCKS)), thinking=STRING,
+                     signature=STRING, data=STRING)  # fmt: skip
+ANTHROPIC_MESSAGE: Schema = {
+    "anyOf": [
+        obj(("role", "content"), role=const("user"), content={"anyOf": [
+            STRING, array({"anyOf": [TEXT_BLOCK, IMAGE_BLOCK, TOOL_RESULT_BLOCK]}, minItems=1)]}),
+        obj(("role", "content"), role=const("assistant"), content={"anyOf": [
+            STRING, array({"anyOf": [TEXT_BLOCK, TOOL_USE_BLOCK, THINKING_BLOCK]})]}),
+    ]
+}  # fmt: skip
+ANTHROPIC_ONLY = "served by Anthropic's own servers alone"
+
+
+def refused(reason: str, *neutral: Any) -> Schema:
+    """A field the gateway answers with a 400 naming it unless it is absent, null or at a
+    `neutral` value, which asks for nothing."""
+    return {"anyOf": [NULL, *({"const": value} for value in neutral)],
+            "description": f"a 400 otherwise: {reason}"}  # fmt: skip
+
+
+CUSTOM_TOOL = obj(
+    ("name", "input_schema"),
+    type=const("custom"),
+    name=NONEMPTY,
+    description=STRING,
+    input_schema=obj(("type",), type=const("object")),
+    cache_control=OBJECT,
+    allowed_callers=refused("only the model itself calls tools", ["direct"]),
+)
+MESSAGES_REQUEST = obj(
+    ("model", "max_tokens", "messages"),
+    model=MODEL,
+    max_tokens={"type": "integer", "minimum": 1},
+    messages=array(ANTHROPIC_MESSAGE, minItems=1),
+    system={"anyOf": [STRING, array(TEXT_BLOCK), NULL]},
+    stop_sequences=nullable(array(STRING, maxItems=MAX_STOP_SEQUENCES)),
+    stream={"type": ["boolean", "null"]},
+    temperature=number(0, 1),
+    top_p=number(0, 1),
+    top_k={"type": ["integer", "null"], "minimum": 0},
+    metadata=obj(user_id={"type": ["string", "null"]}),  # the session too (R-EXE-7)
+    tools={**array(CUSTOM_TOOL), "description": "custom tools; Anthropic's server tools "
+           "(web search, code execution, …) are a 400"},
+    tool_choice={"anyOf": [
+        obj(("type",), type=enum("auto", "any", "none"), disable_parallel_tool_use=BOOLEAN),
+        obj(("type", "name"), type=const("tool"), name=NONEMPTY,
+            disable_parallel_tool_use=BOOLEAN),
+    ], "description": '"any" and "tool" need `tools`'},
+    thinking={"anyOf": [
+        obj(("type", "budget_tokens"), type=const("enabled"), budget_tokens={
+            "type": "integer", "minimum": MIN_THINKING_BUDGET,
+            "description": "less than `max_tokens`"}),
+        obj(("type",), type=enum("disabled", "adaptive", "between_tools")),
+    ]},
+    output_config=obj(
+        effort=enum("low", "medium", "high", "xhigh", "max"),
+        format=obj(("type", "schema"), type=const("json_schema"), schema=OBJECT),
+    ),
+    **ROUTING,
+    container=refused(ANTHROPIC_ONLY),
+    mcp_servers=refused(ANTHROPIC_ONLY, []),
+    inference_geo=refused("send `residency`", "global"),
+    thread=refused("send the whole conversation in `messages`"),
+    compaction=refused(ANTHROPIC_ONLY),
+)  # fmt: skip
+# Anthropic's count takes no max_tokens; one sent is checked as for a message.
+COUNT_TOKENS_REQUEST = {**MESSAGES_REQUEST, "required": ["model", "messages"]}
+COUNT_TOKENS_NOTE = ("Counted with the estimator routing uses (the context-window filter). "
+                     "Without `max_tokens`, 1 stands in for it, so `thinking` of type "
+                     "`enabled` needs a `max_tokens` above its budget.")  # fmt: skip
+
 REQUEST_SCHEMAS: Schema = {
     "Tool": obj(("type", "function"), type=const("function"), function=FUNCTION),
     "ToolChoice": {
@@ -245,7 +355,7 @@ REQUEST_SCHEMAS: Schema = {
     ),
 }
 
-MODEL = obj(
+LISTED_MODEL = obj(
     ("id", "object", "created", "owned_by"),
     id=STRING,
     object=const("model"),
@@ -324,8 +434,8 @@ RESPONSE_SCHEMAS: Schema = {
             )
         ),
     ),
-    "ModelList": obj(("object", "data"), object=const("list"), data=array(MODEL)),
-    "Model": MODEL,
+    "ModelList": obj(("object", "data"), object=const("list"), data=array(LISTED_MODEL)),
+    "Model": LISTED_MODEL,
     "Trace": obj(
         ("id", "object", "request_id", "operation", "status_code", "attempts"),
         id=STRING,
@@ -351,6 +461,65 @@ RESPONSE_SCHEMAS: Schema = {
         providers=OBJECT,
     ),
 }
+# Anthropic's answers (gateway/api/messages_response.py, messages.anthropic_model_list).
+ANTHROPIC_RESPONSE_SCHEMAS: Schema = {
+    "AnthropicMessage": obj(
+        ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage"),
+        id=STRING,
+        type=const("message"),
+        role=const("assistant"),
+        # the text first, then each tool call, with an id Anthropic would accept back
+        content=array(
+            {
+                "anyOf": [
+                    obj(("type", "text"), type=const("text"), text=STRING),
+                    obj(
+                        ("type", "id", "name", "input"),
+                        type=const("tool_use"),
+                        id={"type": "string", "pattern": "^[a-zA-Z0-9_-]+$"},
+                        name=STRING,
+                        input=OBJECT,
+                    ),
+                ]
+            }
+        ),
+        model=STRING,
+        stop_reason=enum(*sorted({*STOP_REASONS.values(), "stop_sequence"})),
+        stop_sequence={"type": ["string", "null"]},
+        usage=obj(
+            ("input_tokens", "output_tokens"),
+            input_tokens=INTEGER,
+            output_tokens=INTEGER,
+            cache_read_input_tokens=INTEGER,
+            cache_creation_input_tokens=INTEGER,
+        ),
+    ),
+    "AnthropicTokenCount": obj(("input_tokens",), input_tokens=INTEGER),
+    "AnthropicError": obj(
+        ("type", "error"),
+        type=const("error"),
+        error=obj(
+            ("type", "message"),
+            type=enum(*sorted(set(ANTHROPIC_ERROR_TYPES.values()))),
+            message=STRING,
+        ),
+    ),
+    "AnthropicModelList": obj(
+        ("data", "has_more", "first_id", "last_id"),
+        data=array(
+            obj(
+                ("type", "id", "display_name", "created_at"),
+                type=const("model"),
+                id=STRING,
+                display_name=STRING,
+                created_at={"type": "string", "format": "date-time"},
+            )
+        ),
+        has_more=BOOLEAN,
+        first_id={"type": ["string", "null"]},
+        last_id={"type": ["string", "null"]},
+    ),
+}
 
 
 def _json(schema: Schema) -> Schema:
@@ -361,30 +530,66 @@ ERRORS: Schema = {
     "4XX": {"description": "refused; nothing was charged", "content": _json(ref("Error"))},
     "5XX": {"description": "every upstream attempt failed", "content": _json(ref("Error"))},
 }
+# The Messages paths answer the chat path's statuses in Anthropic's envelope, typed by
+# status (messages_response.ERROR_TYPES).
+ANTHROPIC_ERRORS: Schema = {
+    **{str(status): {"description": f"`{kind}`; nothing was charged",
+                     "content": _json(ref("AnthropicError"))}
+       for status, kind in ANTHROPIC_ERROR_TYPES.items() if status < 500},
+    "5XX": {"description": "every upstream attempt failed (`api_error`, `overloaded_error`, "
+                           "`timeout_error`)", "content": _json(ref("AnthropicError"))},
+}  # fmt: skip
 
 
-# One server-sent event: a chat chunk, a Responses event, the final `[DONE]`.
+def _header(description: str) -> Schema:
+    return {"description": description, "schema": STRING}
+
+
+# Where the `switchyard` block's facts go in a Messages answer, whose body is Anthropic's.
+SWITCHYARD_HEADERS: Schema = {
+    "X-Switchyard-Trace-Id": _header("the trace: `GET /v1/traces/{trace_id}`"),
+    "X-Switchyard-Attempts": _header("the upstream attempts, a JSON array"),
+    **{header: _header(f"`switchyard.{fact}`" + ("; not on streams, known only at their end"
+                                                  if fact == "cost_estimate_usd" else ""))
+       for fact, header in FACT_HEADERS.items()},
+}  # fmt: skip
+ANTHROPIC_VERSION = {"name": "anthropic-version", "in": "header", "required": False,
+                     "schema": STRING, "description": "any date is accepted; the trace "
+                     "records it"}  # fmt: skip
+
+
+# One server-sent event: a chat chunk, a Responses event, an Anthropic Messages event,
+# the final `[DONE]`.
 SSE_EVENT = obj(("data",), event=STRING, data=STRING)
 
 
 def operation(
-    summary: str, answer: str, body: Schema | None = None, *, streams: bool = False, **extra: Any
+    summary: str,
+    answer: str | Schema,
+    body: Schema | None = None,
+    *,
+    streams: bool = False,
+    errors: Schema = ERRORS,
+    headers: Schema | None = None,
+    **extra: Any,
 ) -> Schema:
-    """An operation answering 200 with `answer` (a component), or the error envelope."""
-    content = _json(ref(answer))
+    """An operation answering 200 with `answer` (a component's name, or a schema) and
+    `headers`, or one of `errors` (the OpenAI envelope unless told)."""
+    content = _json(ref(answer) if isinstance(answer, str) else answer)
     if streams:
         content["text/event-stream"] = {"schema": SSE_EVENT}  # with `"stream": true`
-    described: Schema = {
-        "summary": summary,
-        "responses": {"200": {"description": "OK", "content": content}, **ERRORS},
-        **extra,
-    }
+    ok: Schema = {"description": "OK", "content": content}
+    if headers is not None:
+        ok["headers"] = headers
+    described: Schema = {"summary": summary, "responses": {"200": ok, **errors}, **extra}
     if body is not None:
         described["requestBody"] = {"required": True, "content": _json(body)}
     return described
 
 
 TRACE_ID = {"name": "trace_id", "in": "path", "required": True, "schema": STRING}
+MODELS_ANTHROPIC_VERSION = {**ANTHROPIC_VERSION, "description": "when sent (any value), "
+                            "the list is Anthropic's: `AnthropicModelList`"}  # fmt: skip
 MODEL_ID = {"name": "model_id", "in": "path", "required": True, "schema": STRING,
             "description": "a model id as listed; ids contain `/`"}  # fmt: skip
 SCHEMA: Schema = {
@@ -394,7 +599,7 @@ SCHEMA: Schema = {
         "version": "1",
         "description": "OpenAI-compatible LLM gateway that routes by policy (docs/api.md).",
     },
-    "security": [{"bearerAuth": []}],
+    "security": [{"bearerAuth": []}, {"apiKeyAuth": []}],
     "paths": {
         "/v1/chat/completions": {
             "post": operation("Chat completion", "ChatCompletion", CHAT_REQUEST, streams=True)
@@ -406,7 +611,22 @@ SCHEMA: Schema = {
         "/v1/embeddings": {
             "post": operation("Embeddings", "Embeddings", EMBEDDINGS_REQUEST)
         },
-        "/v1/models": {"get": operation("Models this key may use", "ModelList")},
+        "/v1/messages": {
+            "post": operation("Anthropic Messages API, routed as chat", "AnthropicMessage",
+                              MESSAGES_REQUEST, streams=True, errors=ANTHROPIC_ERRORS,
+                              headers=SWITCHYARD_HEADERS, parameters=[ANTHROPIC_VERSION])
+        },
+        "/v1/messages/count_tokens": {
+            "post": operation("Input tokens of a Messages request, estimated; no upstream call",
+                              "AnthropicTokenCount", COUNT_TOKENS_REQUEST,
+                              errors=ANTHROPIC_ERRORS, parameters=[ANTHROPIC_VERSION],
+                              description=COUNT_TOKENS_NOTE)
+        },
+        "/v1/models": {
+            "get": operation("Models this key may use",
+                             {"oneOf": [ref("ModelList"), ref("AnthropicModelList")]},
+                             parameters=[MODELS_ANTHROPIC_VERSION])
+        },
         "/v1/models/{model_id}": {
             "get": operation("One model this key may use", "Model", parameters=[MODEL_ID])
         },
@@ -422,9 +642,12 @@ SCHEMA: Schema = {
         },
     },
     "components": {
-        "schemas": {**REQUEST_SCHEMAS, **RESPONSE_SCHEMAS},
+        "schemas": {**REQUEST_SCHEMAS, **RESPONSE_SCHEMAS, **ANTHROPIC_RESPONSE_SCHEMAS},
         "securitySchemes": {
-            "bearerAuth": {"type": "http", "scheme": "bearer", "description": "sk-sy-… key"}
+            "bearerAuth": {"type": "http", "scheme": "bearer", "description": "sk-sy-… key"},
+            # as Anthropic's SDK and Claude Code send it (R-API-9); read on every path
+            "apiKeyAuth": {"type": "apiKey", "in": "header", "name": "x-api-key",
+                           "description": "the same sk-sy-… key"},
         },
     },
 }  # fmt: skip

@@ -1,7 +1,7 @@
 """Schema fuzzing of the /v1 surface (SPEC R-API-3): schemathesis generates valid and
 invalid requests from the OpenAPI description (gateway/api/openapi.py) and sends them to
 the live gateway with a valid key. Whatever the request: never a 5xx, never HTML, and every
-4xx is the OpenAI error envelope.
+4xx is the OpenAI error envelope, or Anthropic's on the Messages paths (R-API-9).
 
 Two phases per operation: coverage (each property's boundaries and wrong types, once,
 deterministic) and fuzzing (`SWITCHYARD_FUZZ_EXAMPLES` random requests, default 10). The
@@ -83,18 +83,35 @@ def _log_since(live, offset: int) -> str:
     return live.log_path.read_text()[offset:]
 
 
-def _problem(status: int, content_type: str, body: bytes) -> str | None:
+# The fields of each error envelope: Anthropic's on the Messages paths (R-API-9).
+OPENAI_ERROR_FIELDS = {"message", "type", "code", "param"}
+ANTHROPIC_ERROR_FIELDS = {"type", "message"}
+# A method a path does not serve (schemathesis tries TRACE and others) is refused before
+# any view, by gateway/middleware.py, in the OpenAI envelope on every path.
+METHOD_NOT_ALLOWED = 405
+
+
+def _has_envelope(path: str, status: int, answer: object) -> bool:
+    if not isinstance(answer, dict) or not isinstance(answer.get("error"), dict):
+        return False
+    fields = set(answer["error"])
+    if path.startswith("/v1/messages") and status != METHOD_NOT_ALLOWED:
+        return answer.get("type") == "error" and fields >= ANTHROPIC_ERROR_FIELDS
+    return fields >= OPENAI_ERROR_FIELDS
+
+
+def _problem(path: str, status: int, content_type: str, body: bytes) -> str | None:
     if status >= 500:
         return f"HTTP {status}"
     if "html" in content_type:
         return f"HTML answer ({status})"
     if status >= 400:
         try:
-            error = orjson.loads(body)["error"]
-        except (orjson.JSONDecodeError, KeyError, TypeError):
+            answer = orjson.loads(body)
+        except orjson.JSONDecodeError:
             return f"HTTP {status} without the error envelope"
-        if not isinstance(error, dict) or not {"message", "type", "code", "param"} <= set(error):
-            return f"HTTP {status} with an incomplete error envelope"
+        if not _has_envelope(path, status, answer):
+            return f"HTTP {status} without a complete error envelope"
     return None
 
 
@@ -115,7 +132,10 @@ def test_no_request_breaks_the_gateway(case, fresh_live):
     )
     # then
     problem = _problem(
-        response.status_code, response.headers.get("Content-Type", ""), response.content
+        case.operation.path,
+        response.status_code,
+        response.headers.get("Content-Type", ""),
+        response.content,
     )
     assert problem is None, (
         f"{problem} for {case.as_curl_command(headers=headers)}\n"
