@@ -45,6 +45,7 @@ from routing.engine.routes import RouteInvalid, parse_route
 from workspaces.permissions import Action
 
 REPLAY_WINDOWS = ("1h", "24h", "7d")
+EDITOR_MIN_ROWS, EDITOR_MAX_ROWS = 10, 48  # the editor shows the whole route, up to a screen
 NEW_ROUTE_TEXT = """\
 description: what this route is for
 models: ["*"]
@@ -113,8 +114,9 @@ def _editor_page(
     problems: list[LocatedProblem],
     status: int = 200,
 ) -> HttpResponse:
+    rows = min(max(draft["text"].count("\n") + 2, EDITOR_MIN_ROWS), EDITOR_MAX_ROWS)
     context: dict[str, Any] = {"access": seen, "section": "routes", "route": found,
-                               "draft": draft, "problems": problems,
+                               "draft": draft, "problems": problems, "editor_rows": rows,
                                "message_max": MAX_MESSAGE_CHARS}  # fmt: skip
     if found is not None:
         context |= _studio(seen, found, request.GET.get("version", ""))
