@@ -7,6 +7,9 @@ uncaught exception (the 500 page), the debug pages when DEBUG is on. Those bodie
 HTML. This middleware is first in both middleware stacks (gateway/asgi.py), so it sees
 every final response and re-renders such an error as `{"error": {...}}` with the same
 status and headers. The console (`/console/`) and the admin (`/admin/`) keep their HTML pages.
+Under `/v1/messages` the envelope is Anthropic's (`{"type": "error", "error": {...}}`), as
+the Messages views answer their own errors (SPEC R-API-9): an Anthropic client reads one
+shape from every answer of that path, a wrong method or a crash included.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
 
+from gateway.api.messages import render_anthropic_error
 from gateway.errors import ApiError, render_error
 from gateway.ids import new_request_id
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
 # Pages for people, not API clients: their errors stay Django's HTML.
 CONSOLE_PREFIXES = ("/admin/", "/console/")
+ANTHROPIC_PREFIX = "/v1/messages"  # POST /v1/messages, /v1/messages/count_tokens
 _SHOWN_PATH_CHARS = 200  # an echoed path is cut here: error bodies stay small
 _NOT_COPIED = frozenset({"content-type", "content-length"})
 
@@ -69,7 +74,8 @@ def _as_envelope(request: HttpRequest, page: HttpResponseBase) -> HttpResponseBa
     """The error Django rendered as a page, as the API's envelope: same status, same
     headers (`Allow` on a 405 included) and cookies. `render_error` adds
     `x-should-retry: false` where a retry cannot help (404, 405)."""
-    response = render_error(_django_error(request, page))
+    anthropic = request.path.startswith(ANTHROPIC_PREFIX)
+    response = (render_anthropic_error if anthropic else render_error)(_django_error(request, page))
     for name, value in page.items():
         if name.lower() not in _NOT_COPIED:
             response[name] = value

@@ -112,9 +112,18 @@ def count_message_tokens(caller: Caller, body: dict[str, Any], headers: Any) -> 
     """`POST /v1/messages/count_tokens`: the input tokens of a Messages request, estimated
     with the estimator the context-window filter uses (routing/engine/workload.py), so the
     count is what routing itself assumes. No upstream is called. The body has no
-    `max_tokens` (Anthropic's count endpoint takes none): 1 stands in for it."""
-    parsed = parse_messages({**body, "max_tokens": body.get("max_tokens") or 1})
+    `max_tokens` (Anthropic's count endpoint takes none): 1 stands in for it, or one more
+    than the thinking budget, which must stay below `max_tokens`."""
+    parsed = parse_messages({**body, "max_tokens": body.get("max_tokens") or _stand_in(body)})
     return resolve_model(caller, parsed.body, headers, "chat").input_tokens
+
+
+def _stand_in(body: dict[str, Any]) -> int:
+    thinking = body.get("thinking")
+    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
+    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1:
+        return budget + 1
+    return 1
 
 
 def anthropic_model_list(models: list[dict[str, Any]]) -> dict[str, Any]:

@@ -301,9 +301,9 @@ MESSAGES_REQUEST = obj(
 )  # fmt: skip
 # Anthropic's count takes no max_tokens; one sent is checked as for a message.
 COUNT_TOKENS_REQUEST = {**MESSAGES_REQUEST, "required": ["model", "messages"]}
-COUNT_TOKENS_NOTE = ("Counted with the estimator routing uses (the context-window filter). "
-                     "Without `max_tokens`, 1 stands in for it, so `thinking` of type "
-                     "`enabled` needs a `max_tokens` above its budget.")  # fmt: skip
+COUNT_TOKENS_NOTE = ("Counted with the estimator routing uses (the context-window filter); "
+                     "no upstream is called. `max_tokens` may be left out, `thinking` "
+                     "included.")  # fmt: skip
 
 REQUEST_SCHEMAS: Schema = {
     "Tool": obj(("type", "function"), type=const("function"), function=FUNCTION),

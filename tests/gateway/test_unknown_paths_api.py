@@ -20,6 +20,7 @@ UNKNOWN_PATHS = [
     ("GET", "/nope"),
     ("POST", "/nope"),
     ("GET", "/metrics/"),
+    ("POST", "/v1/messages/"),  # in Anthropic's envelope, as every /v1/messages answer
 ]
 WRONG_METHODS = [
     ("GET", "/v1/chat/completions", "POST"),
@@ -52,10 +53,15 @@ def _call(live, method: str, path: str, headers: dict[str, str]) -> httpx.Respon
 
 
 def _assert_envelope(response: httpx.Response) -> dict[str, object]:
+    """The OpenAI envelope, or on the Messages paths Anthropic's (SPEC R-API-9)."""
     assert response.headers["content-type"] == "application/json"
     body = response.json()
-    assert set(body) == {"error"}
-    assert set(body["error"]) >= {"message", "type", "code", "param"}
+    if response.request.url.path.startswith("/v1/messages"):
+        assert set(body) == {"type", "error"}
+        assert (body["type"], set(body["error"])) == ("error", {"type", "message"})
+    else:
+        assert set(body) == {"error"}
+        assert set(body["error"]) >= {"message", "type", "code", "param"}
     assert isinstance(body["error"]["message"], str)
     assert body["error"]["message"]
     assert len(response.headers["x-request-id"]) >= 16
@@ -82,7 +88,7 @@ def test_unknown_path_is_a_json_404(fresh_live, log_offset, caller, method, path
         assert response.status_code == 404
     assert response.status_code in (401, 404)  # a bad key may be refused first
     if response.status_code == 404:
-        assert error["code"] == "unknown_path"
+        assert error.get("code", "unknown_path") == "unknown_path"  # none in Anthropic's
         assert error["type"] == "not_found_error"
         assert error["message"].startswith(f"Unknown path {path}.")
         assert response.headers["x-should-retry"] == "false"
@@ -104,7 +110,7 @@ def test_wrong_method_is_a_json_405_naming_the_allowed_methods(
         assert response.status_code == 405
     assert response.status_code in (401, 405)
     if response.status_code == 405:
-        assert error["code"] == "method_not_allowed"
+        assert error.get("code", "method_not_allowed") == "method_not_allowed"
         assert error["type"] == "invalid_request_error"
         assert response.headers["allow"] == allowed
         assert response.headers["x-should-retry"] == "false"
