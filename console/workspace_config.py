@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.config.apply import workspace_section
 from gateway.config.fields import ConfigError
 from workspaces.models import Workspace
 
 
 def section(workspace: Workspace, name: str, value: Any) -> dict[str, Any]:
-    """A config file holding only `name` (policy, presets) of `workspace`: `apply` leaves
-    every other section of it as stored."""
-    return {"workspaces": [{"slug": workspace.slug, "name": workspace.name, name: value}]}
+    """A config file holding only `name` (policy, presets) of `workspace`."""
+    return workspace_section(workspace.slug, workspace.name, name, value)
 
 
 def problems(error: ConfigError, prefix: str) -> list[str]:

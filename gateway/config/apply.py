@@ -161,6 +161,13 @@ def vocabulary() -> Vocabulary:
     )
 
 
+def workspace_section(slug: str, name: str, section: str, value: Any) -> dict[str, Any]:
+    """A config file holding only the `section` (policy, presets) of workspace `slug`:
+    `apply` leaves every other section of it as stored. What the console's forms and the
+    management API's `policy` hand to `apply_config`."""
+    return {"workspaces": [{"slug": slug, "name": name, section: value}]}
+
+
 def apply_config(
     data: Mapping[str, Any] | None, *, actor: str, environ: Mapping[str, str] = os.environ,
     target: str = "", dry_run: bool = False, deploy: bool = False,

@@ -52,6 +52,7 @@ def test_the_new_paths_and_their_methods_are_listed(schema):
         f"{WS}/budgets": {"get", "post"},
         f"{WS}/budgets/{{id}}": {"delete"},
         f"{WS}/limits": {"get", "put"},
+        f"{WS}/policy": {"get", "put"},
         f"{WS}/audit": {"get"},
         f"{WS}/traces": {"get"},
         f"{WS}/traces/{{trace_id}}": {"get"},
