@@ -77,8 +77,8 @@ def graph_of(version: RouteVersion | None) -> tuple[RouteGraph | None, list[str]
 def routes(request: HttpRequest, ws: str) -> HttpResponse:
     seen = access(request.user, ws)
     rows = Route.objects.filter(workspace=seen.workspace).select_related("deployed")
-    rows = rows.annotate(newest=Max("versions__number")).order_by("slug")
-    traffic = node_traffic(seen.workspace, time.time())
+    rows = list(rows.annotate(newest=Max("versions__number")).order_by("slug"))
+    traffic = node_traffic(seen.workspace, time.time(), [route.slug for route in rows])
     keys = attached_keys(seen.workspace)
     listed = [
         {"route": route, "keys": keys.get(route.slug, []),
