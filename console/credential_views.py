@@ -9,8 +9,9 @@ secret), after the one predicate says `edit`.
 
 Each credential's health in this workspace (SPEC R-BEY-7) comes from where the management
 API's `health` field and `GET /health` read it (`request_state.credentials_health`):
-whether it cools down and until when, and the failures of its key this worker saw in the
-last five minutes. The stores count failures only, not attempts, so no rate is shown."""
+whether it cools down and until when, the failures of its key this worker saw in the last
+five minutes, and that window's live numbers of the attempts with its key — requests,
+error rate, p50 latency — rolled up over every worker and replica (R-OBS-2)."""
 
 from __future__ import annotations
 
@@ -59,12 +60,17 @@ def _page(
 
 
 def _shown(health: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The health as the page says it: its ISO times (`…Z`) as `YYYY-MM-DD HH:MM:SS`."""
+    """The health as the page says it: its ISO times (`…Z`) as `YYYY-MM-DD HH:MM:SS`, the
+    error rate in per cent and the p50 latency in whole ms, as the Live page says them."""
     if health is None:
         return None
-    return {name: value.replace("T", " ").removesuffix("Z")[:19]
-            if name.endswith(("_until", "_at")) and isinstance(value, str) else value
-            for name, value in health.items()}  # fmt: skip
+    shown = {name: value.replace("T", " ").removesuffix("Z")[:19]
+             if name.endswith(("_until", "_at")) and isinstance(value, str) else value
+             for name, value in health.items()}  # fmt: skip
+    rate, p50 = health["error_rate"], health["latency_p50_ms"]
+    shown["error_percent"] = "—" if rate is None else f"{100 * rate:.1f} %"
+    shown["latency_p50"] = "—" if p50 is None else f"{round(p50)} ms"
+    return shown
 
 
 @login_required

@@ -1,7 +1,10 @@
 """The live-metric rollup (SPEC R-OBS-2, R-API-8, D-31): every worker hands in what it
 observed since its last tick as a slice; the rollup merges the last five minutes of every
 worker's slices into one window per endpoint and writes them to `EndpointStats`, which
-every worker's router reads back (gateway/state/live_sharing.py).
+every worker's router reads back (gateway/state/live_sharing.py). The workspaces' own
+credentials (BYOK) have series of their own, rolled up the same way into a fleet of their
+own (`<prefix>:credentials`, rows named `ws:<workspace id>/<provider>`), so an endpoint's
+rows never count a credential's attempts twice and the router never reads them.
 
 Slices live in Redis when there is one (a sorted set by time; replicas share it) and in
 the `LiveSlice` table otherwise (the embedded default, where the workers of one machine
@@ -25,6 +28,9 @@ from routing.engine.live_window import Window
 from routing.live_models import EndpointStats, LiveSlice
 
 KEEP_S = WINDOW_S + 60  # slices are kept a minute past the window: a late tick still counts
+ENDPOINTS = "endpoints"  # the router's series, one per endpoint
+CREDENTIALS = "credentials"  # one per workspace's own provider key (BYOK, R-BEY-7)
+SERIES = (ENDPOINTS, CREDENTIALS)
 
 
 class SliceStore(Protocol):
@@ -72,19 +78,32 @@ class RedisSlices:
         self.client.zremrangebyscore(self.key, "-inf", f"({before}")
 
 
+def fleet_of(prefix: str, series: str) -> str:
+    """The fleet name of `series` for the workers sharing `prefix`: the endpoints' is the
+    prefix itself (as it was before there were other series), each other one's its own."""
+    return prefix if series == ENDPOINTS else f"{prefix}:{series}"
+
+
 @functools.cache
-def slice_store() -> SliceStore:
-    """Redis when configured (replicas share it), else the database."""
+def slice_store(series: str = ENDPOINTS) -> SliceStore:
+    """Redis when configured (replicas share it), else the database; one per series."""
+    fleet = fleet_of(settings.SHARED_STATE_PREFIX, series)
     if not settings.REDIS_URL:
-        return DatabaseSlices(settings.SHARED_STATE_PREFIX)
+        return DatabaseSlices(fleet)
+    return RedisSlices(_redis(settings.REDIS_URL), fleet)
+
+
+@functools.cache
+def _redis(url: str) -> Any:
+    """One client (and connection pool) for every series' store."""
     from redis import Redis
 
-    client = Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=2)
-    return RedisSlices(client, settings.SHARED_STATE_PREFIX)
+    return Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
 
 
 def roll_up(store: SliceStore, now: float) -> int:
-    """Write the five minutes before `now` to `EndpointStats`; returns how many endpoints."""
+    """Write the five minutes before `now` to `EndpointStats`; returns how many series
+    (endpoints, or credentials) have a row."""
     windows, included = merge_slices(store.since(now - WINDOW_S))
     computed_at = datetime.fromtimestamp(now, UTC)
     rows = [_row(store.fleet, eid, provider, w, computed_at, included)

@@ -5,9 +5,11 @@ import time
 
 from celery import shared_task
 
-from routing.rollup import roll_up, slice_store
+from routing.rollup import SERIES, roll_up, slice_store
 
 
 @shared_task(name="routing.tasks.roll_up_live_metrics")
 def roll_up_live_metrics() -> int:
-    return roll_up(slice_store(), time.time())
+    """Every series' rollup (endpoints, and workspaces' own credentials) at one `now`."""
+    now = time.time()
+    return sum(roll_up(slice_store(series), now) for series in SERIES)

@@ -145,7 +145,9 @@ class KeyIdsField(serializers.ListField):
 
 
 class CredentialHealthSerializer(serializers.Serializer):
-    """How a credential fares, as the answering gateway worker knows it (R-BEY-7)."""
+    """How a credential fares, as the answering gateway worker knows it (R-BEY-7): its
+    cooldown and the failures this worker saw, and the live numbers of the attempts with
+    its key over the last five minutes, every worker's and replica's (R-OBS-2)."""
 
     status = serializers.ChoiceField(choices=["ok", "cooling"])
     cooling_until = serializers.DateTimeField(allow_null=True)
@@ -157,6 +159,13 @@ class CredentialHealthSerializer(serializers.Serializer):
     )
     last_failure_at = serializers.DateTimeField(allow_null=True)
     recent_failures = serializers.IntegerField(help_text="in the last five minutes")
+    requests = serializers.IntegerField(help_text="attempts with this key, last five minutes")
+    error_rate = serializers.FloatField(
+        allow_null=True, help_text="0..1 of those attempts (not 429s, not geo-blocks); null: none"
+    )
+    latency_p50_ms = serializers.FloatField(allow_null=True)
+    latency_p99_ms = serializers.FloatField(allow_null=True)
+    ttft_p50_ms = serializers.FloatField(allow_null=True, help_text="streams' first token")
 
 
 class CredentialSerializer(ManagementSerializer):

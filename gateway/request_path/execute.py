@@ -73,14 +73,14 @@ async def execute_plan(
             last_error = no_endpoint(decision, routing, caller.snapshot)
             continue
         attempt_list = decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
-        planned = make_targets(caller, attempt_list, gateway, state)
+        targets = make_targets(caller, attempt_list, gateway, state)
         observer = AttemptObserver(
             caller.workspace.cooldown, caller, workspace=caller.workspace,
-            uses_own=[own for _target, own in planned],
+            uses_own=[target.own_credential for target in targets],
         )  # fmt: skip
         outcome = await execute(
             upstream_client(),
-            [target for target, _own in planned],
+            targets,
             body,
             operation=routing.operation,
             stream=stream,
@@ -180,10 +180,10 @@ def make_targets(
     endpoints: tuple[EndpointInfo, ...],
     gateway: GatewaySettings,
     state: RoutingState,
-) -> list[tuple[Target, bool]]:
-    """Each endpoint's targets, one per credential to try, with whether it carries the
-    workspace's own key. Upstream text of any of them is scrubbed of every credential of
-    its endpoint and of the caller's key (D-17)."""
+) -> list[Target]:
+    """Each endpoint's targets, one per credential to try, each saying whether it carries
+    the workspace's own key. Upstream text of any of them is scrubbed of every credential
+    of its endpoint and of the caller's key (D-17)."""
     planned = []
     policy = caller.workspace.timeouts
     for endpoint in endpoints:
@@ -206,8 +206,9 @@ def make_targets(
                     "idle_ms", timeouts, policy, default_s=gateway.idle_timeout_s
                 ),
                 redact=redact,
+                own_credential=credential.own,
             )
-            planned.append((target, credential.own))
+            planned.append(target)
     return planned
 
 

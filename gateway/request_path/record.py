@@ -1,8 +1,9 @@
 """Step 7 of the request path: what a finished request tells — the `switchyard` block and
 headers for the client (SPEC R-API-4, R-API-5), the trace for the audit log, the live
-observations the router reads and the Prometheus counters. All are built from the same
-`RequestRecord`, so they cannot disagree; `finish` returns them as effects for the request
-path to apply (never blocking: the trace writer queues)."""
+observations the router reads (and, for attempts with a workspace's own key, that
+credential's) and the Prometheus counters. All are built from the same `RequestRecord`,
+so they cannot disagree; `finish` returns them as effects for the request path to apply
+(never blocking: the trace writer queues)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from gateway.state.request_state import CLIENT_FAULTS, Effects
 from gateway.upstream.execute import Target
 from routing.engine.attempts import Attempt
 from routing.engine.decide import reason_for
-from routing.engine.live import Observation, failure_kind
+from routing.engine.live import Observation, credential_series, failure_kind
 from routing.engine.types import Decision, RoutingRequest
 
 
@@ -178,7 +179,7 @@ def finish(
             **_route_columns(record.route),
         }
     )
-    _observe_live(record, usage, stream_broke, now, effects)
+    _observe_live(record, caller.workspace.id, usage, stream_broke, now, effects)
     if status == 200 and not stream_broke:
         note_cache_read(record.session, record.routing, target, usage, now, effects)
     _count(record, status, target, usage, ttfb_ms, effects)
@@ -225,13 +226,16 @@ def _count(
 
 def _observe_live(
     record: RequestRecord,
+    workspace_id: int,
     usage: dict[str, Any] | None,
     stream_broke: bool,
     now: float,
     effects: Effects,
 ) -> None:
-    """Every attempt, for the live metrics the router reads (R-OBS-2, R-EXE-2, R-EXE-4).
-    Cooldowns were fed as each attempt ended (request_state.AttemptObserver)."""
+    """Every attempt, for the live metrics the router reads (R-OBS-2, R-EXE-2, R-EXE-4);
+    one made with the workspace's own key also for that credential's series, which
+    only its workspace is shown (R-BEY-7) and the router never reads. Cooldowns were fed
+    as each attempt ended (request_state.AttemptObserver)."""
     completion = int((usage or {}).get("completion_tokens") or 0)
     for attempt in record.attempts:
         if attempt.http_status in CLIENT_FAULTS:
@@ -248,3 +252,6 @@ def _observe_live(
             streamed=record.stream,
         )
         effects.observations.append((attempt.endpoint, attempt.provider, observation))
+        if attempt.own_credential:
+            series = credential_series(workspace_id, attempt.provider)
+            effects.credential_observations.append((series, attempt.provider, observation))

@@ -2,8 +2,9 @@
 `SWITCHYARD_LIVE_ROLLUP_S` it hands what it observed since its last tick to the slice
 store, rolls the window up itself when no Celery broker does (the embedded default), and
 reads the rollup back into the live metrics its router reads (routing/engine/live.py
-merges in what the rollup has not seen yet). All of it runs in the database thread, off
-the event loop.
+merges in what the rollup has not seen yet). The same for the series of workspaces' own
+credentials (BYOK), through a store and a rollup fleet of their own. All of it runs in
+the database thread, off the event loop.
 
 A store or database that is away costs nothing but freshness: the slice goes back into
 the worker's memory for the next tick, and a rollup older than `fleet_stale_s` is set
@@ -21,7 +22,16 @@ from django.conf import settings
 
 from gateway.state import runtime
 from gateway.state.db_thread import in_db_thread
-from routing.rollup import Slice, read_fleet, roll_up, slice_store
+from routing.engine.live import LiveMetrics
+from routing.rollup import (
+    CREDENTIALS,
+    ENDPOINTS,
+    Slice,
+    SliceStore,
+    read_fleet,
+    roll_up,
+    slice_store,
+)
 
 log = logging.getLogger(__name__)
 # Names this worker's slices, so the rollup can say up to when it has seen each worker.
@@ -29,23 +39,38 @@ WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 async def tick() -> None:
-    """Hand in this worker's slice, roll up when no broker does, read the rollup back."""
-    live = runtime.live()
+    """For each series (endpoints; workspaces' own credentials): hand in this worker's
+    slice, roll up when no broker does, read the rollup back. A series whose store fails
+    keeps its slice for the next tick and does not hold the other one back; the first
+    failure is raised after both had their turn."""
     now = time.time()
-    since, upto, windows = live.take_slice()
+    taken = [
+        (live, series, live.take_slice())
+        for series, live in ((ENDPOINTS, runtime.live()), (CREDENTIALS, runtime.credential_live()))
+    ]
 
     def share() -> None:
-        store = slice_store()
-        if windows:
+        failed: Exception | None = None
+        for live, series, (since, upto, windows) in taken:
             try:
-                store.push(Slice(WORKER_ID, now, upto, windows))
-            except Exception:
-                live.give_back_slice(since)  # counted in the next tick's slice instead
-                raise
-        if not settings.CELERY_BROKER_URL:
-            roll_up(store, now)
-        fleet = read_fleet(store.fleet, WORKER_ID)
-        if fleet is not None:
-            live.set_fleet(fleet)
+                _share(live, slice_store(series), Slice(WORKER_ID, now, upto, windows), since, now)
+            except Exception as error:
+                failed = failed or error
+        if failed is not None:
+            raise failed
 
     await in_db_thread(share)()
+
+
+def _share(live: LiveMetrics, store: SliceStore, piece: Slice, since: int, now: float) -> None:
+    if piece.windows:
+        try:
+            store.push(piece)
+        except Exception:
+            live.give_back_slice(since)  # counted in the next tick's slice instead
+            raise
+    if not settings.CELERY_BROKER_URL:
+        roll_up(store, now)
+    fleet = read_fleet(store.fleet, WORKER_ID)
+    if fleet is not None:
+        live.set_fleet(fleet)

@@ -36,7 +36,7 @@ from gateway.state.snapshot import CredentialEntry, KeyEntry, Snapshot, Workspac
 from routing.engine.adaptive import AdaptiveState
 from routing.engine.attempts import AttemptFailed
 from routing.engine.cooldowns import DOES_NOT_DECRYPT, CredentialCooldowns
-from routing.engine.live import Observation
+from routing.engine.live import Observation, SeriesStats, credential_series
 from routing.engine.routes import Usage
 from routing.engine.types import EndpointInfo, LiveState
 
@@ -174,6 +174,9 @@ class Effects:
     counts: list[tuple[Any, tuple[str, ...], float]] = field(default_factory=list)
     samples: list[tuple[Any, tuple[str, ...], float]] = field(default_factory=list)
     observations: list[tuple[str, str, Observation]] = field(default_factory=list)
+    # (credential series, provider, observation): attempts with a workspace's own key, also
+    # in `observations`; kept in a `LiveMetrics` of their own, which routing never reads
+    credential_observations: list[tuple[str, str, Observation]] = field(default_factory=list)
     traces: list[dict[str, Any]] = field(default_factory=list)
 
     def count(self, metric: Any, *labels: str, by: float = 1) -> None:
@@ -205,6 +208,10 @@ def apply(effects: Effects) -> None:
         live = runtime.live()
         for endpoint_id, provider, observation in effects.observations:
             live.observe(endpoint_id, provider, observation)
+    if effects.credential_observations:
+        own = runtime.credential_live()
+        for series_id, provider, observation in effects.credential_observations:
+            own.observe(series_id, provider, observation)
     for metric, labels, by in effects.counts:
         metric.labels(*labels).inc(by)
     for metric, labels, value in effects.samples:
@@ -341,11 +348,15 @@ def credentials_health(
     workspace_id: int, providers: Iterable[str], now: float
 ) -> dict[str, dict[str, object]]:
     """The health of a workspace's own credentials (`providers`), by provider, at `now`:
-    for `GET /health` with its key and the management API. A cooldown's end is shared
-    between replicas; the failures are this worker's. Never a secret. Safe to call from
-    a thread other than the event loop's (the management API's views run in one)."""
+    for `GET /health` with its key, the management API and the console. A cooldown's end
+    is shared between replicas; the failures are this worker's; the live numbers are the
+    rollup of every worker and replica when a fresh one exists, else this worker's own
+    (R-OBS-2, as `/health` shows endpoints). Never a secret. Safe to call from a thread
+    other than the event loop's (the management API's views run in one)."""
+    series = {provider: credential_series(workspace_id, provider) for provider in providers}
+    live = runtime.credential_live().series_stats(series.values(), now)
     shown: dict[str, dict[str, object]] = {}
-    for health in runtime.cooldowns().credentials.health(workspace_id, providers, now):
+    for health in runtime.cooldowns().credentials.health(workspace_id, series, now):
         cooling = health.cooling
         shown[health.provider] = {
             "status": "cooling" if cooling else "ok",
@@ -354,8 +365,30 @@ def credentials_health(
             "last_failure": health.last_failure,
             "last_failure_at": _iso(health.last_failure_at),
             "recent_failures": health.recent_failures,
+            **_live_numbers(live.get(series[health.provider])),
         }
     return shown
+
+
+def _live_numbers(found: SeriesStats | None) -> dict[str, object]:
+    """A credential's last five minutes (R-OBS-2): the attempts with its key, the share
+    of them that failed against reliability (R-EXE-4: not 429s, not geo-blocks), latency
+    and streams' time to first token. 0 and nulls while it has no attempt in the window."""
+    if found is None:
+        return {"requests": 0, "error_rate": None, "latency_p50_ms": None,
+                "latency_p99_ms": None, "ttft_p50_ms": None}  # fmt: skip
+    stats = found.stats
+    return {
+        "requests": stats.samples,
+        "error_rate": _rounded(stats.error_rate),
+        "latency_p50_ms": _rounded(stats.latency_p50_ms),
+        "latency_p99_ms": _rounded(stats.latency_p99_ms),
+        "ttft_p50_ms": _rounded(found.ttft_ms[0]),
+    }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _iso(epoch_s: float | None) -> str | None:

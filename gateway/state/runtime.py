@@ -1,9 +1,10 @@
 """Per-process singletons of the request path, created lazily inside the event loop:
-the configuration snapshot holder, the upstream HTTP client, the trace writer, and the
-stores replicas share through Redis when REDIS_URL is set (R-BEY-9): cooldowns, session
-pins and tier pins. Those are created together with their `SharedState`, so what it loads
-at start-up lands in the stores the request path reads; the ASGI lifespan starts and stops
-it (`start_sharing`, `stop_sharing`), and the first use starts it where no lifespan runs."""
+the configuration snapshot holder, the upstream HTTP client, the trace writer, the live
+metrics (per endpoint, and per workspace's own credential apart), and the stores replicas
+share through Redis when REDIS_URL is set (R-BEY-9): cooldowns, session pins and tier
+pins. Those are created together with their `SharedState`, so what it loads at start-up
+lands in the stores the request path reads; the ASGI lifespan starts and stops it
+(`start_sharing`, `stop_sharing`), and the first use starts it where no lifespan runs."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from routing.engine.tiers.pins import InProcessTierPins
 _holder: SnapshotHolder | None = None
 _writer: TraceWriter | None = None
 _live: LiveMetrics | None = None
+_credential_live: LiveMetrics | None = None
 _round_robin: dict[str, int] = {}
 _adaptive = AdaptiveState()  # per process, as GM keeps it (R-EXE-5)
 
@@ -68,17 +70,31 @@ def traces() -> TraceWriter:
     return _writer
 
 
+def _new_live_metrics() -> LiveMetrics:
+    return LiveMetrics(
+        health_window_s=settings.GATEWAY.health_window_s,
+        unhealthy_errors=settings.GATEWAY.unhealthy_errors,
+        # a rollup this old means the rollup stopped: this worker's own window then
+        fleet_stale_s=max(10.0, 4 * settings.LIVE_ROLLUP_S),
+    )
+
+
 def live() -> LiveMetrics:
     """This worker's live metrics, merged with every worker's rollup (R-OBS-2)."""
     global _live
     if _live is None:
-        _live = LiveMetrics(
-            health_window_s=settings.GATEWAY.health_window_s,
-            unhealthy_errors=settings.GATEWAY.unhealthy_errors,
-            # a rollup this old means the rollup stopped: this worker's own window then
-            fleet_stale_s=max(10.0, 4 * settings.LIVE_ROLLUP_S),
-        )
+        _live = _new_live_metrics()
     return _live
+
+
+def credential_live() -> LiveMetrics:
+    """The same per workspace's own credential (`routing.engine.live.credential_series`):
+    apart from `live()`, so the router and the providers' numbers never count an attempt
+    twice; shown to its workspace only (R-BEY-7)."""
+    global _credential_live
+    if _credential_live is None:
+        _credential_live = _new_live_metrics()
+    return _credential_live
 
 
 def _create_stores() -> _SharedStores:
@@ -172,7 +188,7 @@ def client() -> httpx.AsyncClient:
 
 def reset() -> None:
     """Forget the singletons (tests that change configuration in-process)."""
-    global _holder, _writer, _live, _stores, _adaptive
+    global _holder, _writer, _live, _credential_live, _stores, _adaptive
     if _stores is not None and _stores.sharing is not None:
         _stores.sharing.close()
     _stores = None
@@ -181,4 +197,5 @@ def reset() -> None:
     _holder = None
     _writer = None
     _live = None
+    _credential_live = None
     _round_robin.clear()

@@ -45,6 +45,7 @@ class Target:
     # Other secrets upstream text must never carry back (the caller's own workspace key,
     # which a client may paste into a prompt the upstream then echoes).
     redact: tuple[str, ...] = ()
+    own_credential: bool = False  # `api_key` is the workspace's own (BYOK), not the managed one
 
     def safe(self, upstream_text: str) -> str:
         """Upstream text with this attempt's credentials cut out (SPEC D-17)."""
@@ -349,6 +350,7 @@ async def _attempt(
                 _elapsed_ms(started),
                 failure.message,
                 failure.retry_after,
+                own_credential=target.own_credential,
             )  # fmt: skip
         )
         outcome.failure = failed = failure
@@ -357,7 +359,8 @@ async def _attempt(
     else:
         latency_ms = _elapsed_ms(started)
         sample_ms = float(latency_ms)
-        outcome.attempts.append(Attempt(ep.provider, ep.model, ep.id, "ok", 200, latency_ms))
+        outcome.attempts.append(Attempt(ep.provider, ep.model, ep.id, "ok", 200, latency_ms,
+                                        own_credential=target.own_credential))  # fmt: skip
         outcome.target = target
         outcome.failure = None
         return None

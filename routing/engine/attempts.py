@@ -55,6 +55,10 @@ class Attempt:
     latency_ms: int
     error: str | None = None
     retry_after_s: float | None = None  # the upstream's Retry-After, for cooldowns
+    # It carried the workspace's own provider key (BYOK): also counted in that credential's
+    # live series (gateway/request_path/record.py). Not on the wire: the key is the
+    # workspace's business, and `attempts` keeps its shape.
+    own_credential: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -12,12 +12,17 @@ router then reads the fleet's window merged with this worker's observations the 
 has not seen yet, so a failure seen here acts at once. Health (R-EXE-2: errors in the
 last 30 s) stays this worker's own, as cooldowns and peak-EWMA do (GM). No I/O; the
 caller passes the time.
+
+The same class keeps a second set of series: one per workspace's own provider key (BYOK,
+`credential_series`), in an instance of its own, so those attempts are counted for the
+workspace (R-BEY-7) without counting twice in the endpoints' numbers the router reads.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from routing.engine.live_window import Window, merged
@@ -49,6 +54,12 @@ class Observation:
 SEPARATE_KINDS = frozenset({"rate_limited", "geo"})
 
 
+def credential_series(workspace_id: int, provider: str) -> str:
+    """The series of a workspace's own key for `provider`: its id in the rollup's
+    `EndpointStats.endpoint` (another fleet's rows than the endpoints')."""
+    return f"ws:{workspace_id}/{provider}"
+
+
 def failure_kind(http_status: int | None) -> str:
     if http_status == 429:
         return "rate_limited"
@@ -77,6 +88,15 @@ def rollup(observations: list[Observation]) -> EndpointStats:
         rate_limited=sum(1 for o in observations if o.kind == "rate_limited"),
         geo_blocked=sum(1 for o in observations if o.kind == "geo"),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesStats:
+    """One series' rolling five minutes: the router's numbers and streams' time to first
+    token (p50, p90, p99 in ms; None without a streamed success)."""
+
+    stats: EndpointStats
+    ttft_ms: tuple[float | None, float | None, float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,23 +172,58 @@ class LiveMetrics:
             samples.popleft()
         return [o for _seq, o in samples if o.at >= now - window_s]
 
-    def _windows(self, now: float) -> dict[str, tuple[str, Window]] | None:
-        """The fleet's windows with this worker's observations it has not seen added;
-        None without a fresh rollup (then this worker's own, exact, are used)."""
+    def _fresh_fleet(self, now: float) -> Fleet | None:
         fleet = self._fleet
         if fleet is None or now - fleet.at > self.fleet_stale_s:
             return None
-        seen = fleet.mine_seq or 0
-        windows = {eid: (provider, merged([w])) for eid, (provider, w) in fleet.windows.items()}
-        for endpoint_id, samples in list(self._samples.items()):
-            self._recent(endpoint_id, now, WINDOW_S)  # drops what left the window
-            mine = [o for seq, o in list(samples) if seq > seen]
-            if not mine:
-                continue
-            provider = self._providers[endpoint_id]
-            window = windows.setdefault(endpoint_id, (provider, Window()))[1]
-            window.merge(window_of(mine))
+        return fleet
+
+    def _merged_window(self, fleet: Fleet, series_id: str, now: float) -> Window:
+        """The fleet's window of one series plus this worker's observations in the last
+        five minutes that the rollup has not seen. Reads only, over copies: it may run in
+        another thread than the one observing (`series_stats`)."""
+        window = Window()
+        if series_id in fleet.windows:
+            window.merge(fleet.windows[series_id][1])
+        samples = self._samples.get(series_id)
+        if samples:
+            seen, start = fleet.mine_seq or 0, now - WINDOW_S
+            window.merge(window_of([o for seq, o in list(samples) if seq > seen and o.at >= start]))
+        return window
+
+    def _windows(self, now: float) -> dict[str, tuple[str, Window]] | None:
+        """The fleet's windows with this worker's observations it has not seen added;
+        None without a fresh rollup (then this worker's own, exact, are used)."""
+        fleet = self._fresh_fleet(now)
+        if fleet is None:
+            return None
+        windows = {}
+        for series_id in dict.fromkeys([*fleet.windows, *list(self._samples)]):
+            if series_id in self._samples:
+                self._recent(series_id, now, WINDOW_S)  # drops what left the window
+            known = fleet.windows.get(series_id)
+            provider = known[0] if known is not None else self._providers[series_id]
+            windows[series_id] = (provider, self._merged_window(fleet, series_id, now))
         return windows
+
+    def series_stats(self, series_ids: Iterable[str], now: float) -> dict[str, SeriesStats]:
+        """Each of `series_ids` with attempts in the last five minutes (the others are left
+        out): the fleet's numbers with this worker's unseen ones when a fresh rollup
+        exists, else this worker's own (exact) — as `by_provider` shows endpoints. Reads
+        only, over copies, so another thread may ask (the management API's views)."""
+        fleet = self._fresh_fleet(now)
+        found: dict[str, SeriesStats] = {}
+        for series_id in series_ids:
+            if fleet is not None:
+                window = self._merged_window(fleet, series_id, now)
+                if window.samples:
+                    found[series_id] = SeriesStats(window.stats(), window.ttft_percentiles())
+                continue
+            samples = self._samples.get(series_id)
+            recent = [o for _seq, o in list(samples or ()) if o.at >= now - WINDOW_S]
+            if recent:
+                found[series_id] = SeriesStats(rollup(recent), window_of(recent).ttft_percentiles())
+        return found
 
     def state(self, now: float) -> LiveState:
         if self._cached is not None and now - self._cached_at < ROLLUP_EVERY_S:

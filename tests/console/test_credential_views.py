@@ -1,17 +1,25 @@
-"""BYOK credentials in the console (SPEC R-BYOK-1, D-30): an admin adds a provider key
-(sealed, audited as `[secret]`), restricts it to models and keys, replaces its rules while
-an empty key field keeps the stored key, and deletes it; the page never holds a secret; a
-wrong name is a 400 that writes nothing; a viewer may not write."""
+"""BYOK credentials in the console (SPEC R-BYOK-1, D-30, R-BEY-7): an admin adds a provider
+key (sealed, audited as `[secret]`), restricts it to models and keys, replaces its rules
+while an empty key field keeps the stored key, and deletes it; the page never holds a
+secret; a wrong name is a 400 that writes nothing; a viewer may not write; each key shows
+the last five minutes of attempts with it, its workspace's alone."""
 
 from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from audit.models import AdminEvent
 from gateway.config.apply import apply_config
+from gateway.state import runtime
+from routing.engine.live import Observation, credential_series
 from workspaces.models import ProviderCredential
 from workspaces.secrets import Sealed, owner_aad, unseal
-from workspaces.services import create_api_key
+from workspaces.services import CredentialRules, create_api_key, create_credential
 
 pytestmark = pytest.mark.django_db
 SAVE = "/console/acme/credentials/save"
@@ -89,3 +97,44 @@ def test_d_30_a_viewer_sees_the_credentials_and_may_not_write_them(acme, people)
     assert people["viewer"].post(SAVE, {"provider": "groq", "secret": "x" * 20}).status_code == 403
     assert people["viewer"].post("/console/acme/credentials/groq/delete").status_code == 403
     assert ProviderCredential.objects.filter(workspace=acme).count() == 1
+
+
+@pytest.fixture
+def fresh_runtime() -> Iterator[None]:
+    runtime.reset()
+    yield
+    runtime.reset()
+
+
+def _live_line(page: str, provider: str) -> str:
+    found = re.search(rf'id="live-{provider}">(.*?)</p>', page, re.S)
+    assert found is not None, f"no live line for {provider}"
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).split())
+
+
+def test_r_bey_7_each_key_shows_its_last_five_minutes_of_attempts(
+    acme, globex, people, fresh_runtime
+):
+    # given acme's keys for groq and vault, three attempts with acme's groq key (one
+    # refused) and five refused ones with globex's, as the gateway observed them
+    providers = [
+        {"slug": s, "name": s, "base_url": "http://127.0.0.1:9"} for s in ("groq", "vault")
+    ]
+    apply_config({"providers": providers}, actor="test")
+    for slug in ("groq", "vault"):
+        create_credential(acme, slug, secret=SECRET, rules=CredentialRules(), actor="test")
+    now, live = time.time(), runtime.credential_live()
+    for ok, latency_ms in ((True, 80.0), (True, 200.0), (False, None)):
+        attempt = Observation(at=now, ok=ok, latency_ms=latency_ms, tokens_per_s=None)
+        live.observe(credential_series(acme.pk, "groq"), "groq", attempt)
+    refused = Observation(at=now, ok=False, latency_ms=None, tokens_per_s=None)
+    for _ in range(5):
+        live.observe(credential_series(globex.pk, "groq"), "groq", refused)
+    # when a viewer opens the page
+    page = people["viewer"].get("/console/acme/credentials/").content.decode()
+    # then each key shows its own attempts, in per cent and whole ms
+    assert _live_line(page, "groq") == (
+        "Last 5 minutes with this key: 3 requests · error rate 33.3 % · p50 latency 80 ms"
+    )
+    assert _live_line(page, "vault") == "Last 5 minutes with this key: no requests"
+    assert SECRET not in page

@@ -1,7 +1,10 @@
-"""Credential cooldowns in the process's state (SPEC R-BEY-7, R-BYOK-1): the observer
-blames a refused own key on that workspace's credential, never on the shared endpoint,
-and `request_state.read(now, caller)` shows the endpoints where that credential would be
-used as cooling — to that caller alone. The process's real stores, no gateway, no DB."""
+"""Credential cooldowns and live numbers in the process's state (SPEC R-BEY-7, R-BYOK-1,
+R-OBS-2): the observer blames a refused own key on that workspace's credential, never on
+the shared endpoint, and `request_state.read(now, caller)` shows the endpoints where that
+credential would be used as cooling — to that caller alone; an attempt with the own key
+is observed under the credential's series as well as its endpoint's, shown in that
+workspace's health only and counted once for the endpoint. The process's real stores, no
+gateway, no DB."""
 
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ from dataclasses import replace
 import pytest
 
 from gateway.request_path.caller import Caller
+from gateway.request_path.record import RequestRecord, finish
 from gateway.state import request_state, runtime
-from gateway.state.request_state import AttemptObserver
+from gateway.state.request_state import AttemptObserver, Effects
 from gateway.state.snapshot import CredentialEntry, KeyEntry, Snapshot, WorkspaceEntry
-from routing.engine.attempts import AttemptFailed
+from routing.engine.attempts import Attempt, AttemptFailed
+from routing.engine.live import Observation, credential_series
 from tests.routing.builders import make_endpoint, make_policy
 from workspaces.secrets import Sealed
 
@@ -24,6 +29,8 @@ OTHER_MODEL = make_endpoint(id="own-beta", provider="vault", model="v/beta")
 OTHER_PROVIDER = make_endpoint(id="else-alpha", provider="else", model="v/alpha")
 REFUSED = AttemptFailed("http_error", "upstream answered HTTP 401", http_status=401)
 ONE_MINUTE = {"base_s": 60.0, "max_s": 60.0}
+NO_ATTEMPTS = {"requests": 0, "error_rate": None, "latency_p50_ms": None,
+               "latency_p99_ms": None, "ttft_p50_ms": None}  # fmt: skip
 
 
 def _workspace(pk: int, credential: CredentialEntry | None = None) -> WorkspaceEntry:
@@ -131,6 +138,54 @@ def test_r_bey_7_health_lists_the_credential_with_its_last_failure():
             "last_failure": "http_429",
             "last_failure_at": "2026-01-01T00:00:00Z",
             "recent_failures": 1,
+            **NO_ATTEMPTS,
         }
     }
     assert request_state.credentials_health(B.id, [], NOW + 1) == {}
+
+
+def test_r_bey_7_an_own_key_attempt_is_observed_for_its_endpoint_and_its_credential():
+    # given a request whose own key was refused on one endpoint, then served elsewhere
+    # with the managed key
+    record = RequestRecord(operation="chat.completions", attempts=[
+        Attempt("vault", "v/alpha", "own-alpha", "error", 401, 40, "HTTP 401", own_credential=True),
+        Attempt("else", "v/alpha", "else-alpha", "ok", 200, 120),
+    ])  # fmt: skip
+    # when it finishes
+    effects = finish(_caller(A, 11), record, status=200)
+    # then both attempts are observed for their endpoints, the own key's for A's credential too
+    assert [(e, p, o.ok, o.kind, o.latency_ms) for e, p, o in effects.observations] == [
+        ("own-alpha", "vault", False, "error", None),
+        ("else-alpha", "else", True, "", 120.0),
+    ]
+    assert [(s, p, o.ok, o.kind) for s, p, o in effects.credential_observations] == [
+        ("ws:1/vault", "vault", False, "error"),
+    ]
+
+
+def test_r_bey_7_a_credentials_numbers_show_to_its_workspace_and_count_once_for_the_endpoint():
+    # given two attempts with A's own key on the shared endpoint (one refused), and one
+    # with the managed key, as the request path hands them in
+    refused = Observation(at=NOW, ok=False, latency_ms=None, tokens_per_s=None)
+    served = Observation(at=NOW, ok=True, latency_ms=120.0, tokens_per_s=None)
+    own = credential_series(A.id, "vault")
+    effects = Effects(
+        observations=[("own-alpha", "vault", o) for o in (refused, served, served)],
+        credential_observations=[(own, "vault", refused), (own, "vault", served)],
+    )
+    # when they are applied
+    request_state.apply(effects)
+    # then A's credential shows its own two attempts
+    health = request_state.credentials_health(A.id, ["vault"], NOW + 1)["vault"]
+    assert {name: health[name] for name in NO_ATTEMPTS} == {
+        "requests": 2, "error_rate": 0.5, "latency_p50_ms": 120.0, "latency_p99_ms": 120.0,
+        "ttft_p50_ms": None,
+    }  # fmt: skip
+    # another workspace's credential for that provider none of them
+    other = request_state.credentials_health(B.id, ["vault"], NOW + 1)["vault"]
+    assert {name: other[name] for name in NO_ATTEMPTS} == NO_ATTEMPTS
+    # and the endpoint counts each of the three attempts once, with no credential series
+    shown = runtime.live().by_provider(NOW + 1)
+    assert (list(shown), shown["vault"]["requests"]) == (["vault"], 3)
+    assert list(shown["vault"]["endpoints"]) == ["own-alpha"]
+    assert shown["vault"]["endpoints"]["own-alpha"]["requests"] == 3

@@ -1,11 +1,14 @@
 """Tenant-scoped health through live gateways (SPEC R-BEY-7): a workspace's failing own key
 cools that credential for that workspace, never the shared endpoint, and each workspace
-sees its credentials' health in `GET /health`. Gateways of their own with cooldowns on
-(the shared one keeps them off), on the shared installation.
+sees its credentials' health in `GET /health` — their cooldowns, and the live numbers of
+the attempts with them rolled up over every worker (R-OBS-2). Gateways of their own with
+cooldowns on (the shared one keeps them off), on the shared installation.
 
 Model `byokh/model` has two endpoints: `byokh-strict` (cheapest; a fake that accepts only
 the managed key) and `byokh-cheap` (the shared `cheap` fake). Workspace `byokh-a` has its
-own key for the strict provider, which refuses it; `byokh-b` has none."""
+own key for the strict provider, which refuses it; `byokh-b` has none; `byokh-own` has
+one the strict provider accepts (the managed key's value, its own credential all the
+same)."""
 
 from __future__ import annotations
 
@@ -59,9 +62,14 @@ workspaces:
     policy: {{max_attempts: 3, routing_mode: price}}
     credentials:
       - {{provider: {PROVIDER}, api_key: byok-key-the-provider-refuses, managed_fallback: true}}
+  - slug: byokh-own
+    name: Own
+    policy: {{max_attempts: 3, routing_mode: price}}
+    credentials:
+      - {{provider: {PROVIDER}, api_key: {UPSTREAM_KEY}}}
 """)  # fmt: skip
         live.manage("apply", "-f", str(path))
-        workspaces = ("byokh-a", "byokh-b", "byokh-fb")
+        workspaces = ("byokh-a", "byokh-b", "byokh-fb", "byokh-own")
         yield strict, {ws: live.new_key(ws, "bot") for ws in workspaces}
 
 
@@ -167,3 +175,61 @@ def test_r_bey_9_a_credential_cooling_on_one_replica_shows_on_the_other(fresh_li
             assert time.monotonic() < deadline, "the cooldown never reached the other replica"
             time.sleep(0.02)
         assert _health(b, keys["byokh-a"]).json()["credentials"][PROVIDER]["recent_failures"] == 0
+
+
+ROLLUP_S = 0.5
+
+
+@pytest.fixture
+def two_workers(fresh_live, tenants) -> Iterator[GatewayProcess]:
+    """Two workers sharing a rollup every half second; cooldowns and health demotion off,
+    as on the shared gateway, so every request tries the cheapest endpoint first."""
+    tenants[0].reset()
+    env = fresh_live.own_env(SWITCHYARD_LIVE_ROLLUP_S=str(ROLLUP_S))
+    with running_gateway(env, workers=2) as gateway:
+        yield gateway
+
+
+def _live_numbers(gateway: GatewayProcess, keys: dict[str, str]) -> dict[str, object]:
+    """What `/health` shows of A's and byokh-own's credential, B's credentials and the
+    shared strict endpoint, read from whichever worker answers."""
+    a, own = (_health(gateway, keys[ws]).json()["credentials"][PROVIDER]
+              for ws in ("byokh-a", "byokh-own"))  # fmt: skip
+    anonymous = _health(gateway).json()
+    endpoint = anonymous["providers"][PROVIDER]["endpoints"]
+    return {
+        "byokh-a": (a["requests"], a["error_rate"], a["latency_p50_ms"]),
+        "byokh-own": (own["requests"], own["error_rate"]),
+        "byokh-b": _health(gateway, keys["byokh-b"]).json()["credentials"],
+        "endpoint": {eid: (e["requests"], e["error_rate"]) for eid, e in endpoint.items()},
+    }
+
+
+def test_r_bey_7_r_obs_2_a_failing_credentials_error_rate_shows_to_its_workspace_alone(
+    two_workers, tenants
+):
+    _strict, keys = tenants
+    # given six requests whose own key the strict provider refused (the cheap endpoint then
+    # served them with the managed key), three with byokh-own's accepted own key and two of
+    # B's with the managed key, spread over both workers (a new connection each)
+    for _ in range(6):
+        assert _attempts(two_workers, keys["byokh-a"]) == [("byokh-strict", "error"),
+                                                           ("byokh-cheap", "ok")]  # fmt: skip
+    for _ in range(3):
+        assert _attempts(two_workers, keys["byokh-own"]) == [("byokh-strict", "ok")]
+    for _ in range(2):
+        assert _attempts(two_workers, keys["byokh-b"]) == [("byokh-strict", "ok")]
+    wanted = {
+        # A's credential: its six attempts, all refused, none answered
+        "byokh-a": (6, 1.0, None),
+        # byokh-own's: its three, none refused; B has no credential to see
+        "byokh-own": (3, 0.0),
+        "byokh-b": {},
+        # the shared endpoint: each of the eleven attempts on it once, whichever key
+        "endpoint": {"byokh-strict": (11, round(6 / 11, 3))},
+    }
+    # then every worker says so (12 reads in a row: both workers, surely) once rolled up
+    deadline = time.monotonic() + 8 * ROLLUP_S
+    while (seen := [_live_numbers(two_workers, keys) for _ in range(12)]) != [wanted] * 12:
+        assert time.monotonic() < deadline, f"never {wanted} on every worker: {seen}"
+        time.sleep(0.05)

@@ -28,7 +28,8 @@ BACKGROUND = ("gateway.state.shared_state",)
 
 def _fingerprint() -> dict[str, Any]:
     """Everything a request may change in this process: turns, pins, tier pins, cooldowns,
-    live samples, adaptive load, queued traces and every Prometheus sample."""
+    live samples (endpoints' and own credentials'), adaptive load, queued traces and every
+    Prometheus sample."""
     adaptive = runtime.adaptive()
     return {
         "turns": runtime.round_robin_turns(),
@@ -38,6 +39,7 @@ def _fingerprint() -> dict[str, Any]:
         "tier_pins": dict(runtime.tier_pins()._pins),
         "cooldowns": sorted(runtime.cooldowns()._state),
         "live": {k: len(v) for k, v in runtime.live()._samples.items()},
+        "credential_live": {k: len(v) for k, v in runtime.credential_live()._samples.items()},
         "adaptive": (dict(adaptive.in_flight), sorted(adaptive.ewma)),
         "traces": len(runtime.traces()._pending),
         "metrics": sorted(

@@ -1,7 +1,11 @@
-"""Live metrics rollups (SPEC R-OBS-2, R-API-8 numbers; R-EXE-2's 3-errors-in-30-s health)."""
+"""Live metrics rollups (SPEC R-OBS-2, R-API-8 numbers; R-EXE-2's 3-errors-in-30-s health),
+per endpoint and per workspace's own credential (R-BEY-7)."""
 
-from routing.engine.live import Fleet, LiveMetrics, Observation, rollup
+from routing.engine.live import Fleet, LiveMetrics, Observation, credential_series, rollup
 from routing.engine.live_slices import Slice, merge_slices
+from routing.engine.live_window import bucket_of, bucket_value
+
+CREDENTIAL = credential_series(12, "anthropic")
 
 
 def _ok(at: float, latency_ms: float, tps: float | None = None) -> Observation:
@@ -127,3 +131,45 @@ def test_r_obs_2_a_stale_rollup_is_set_aside_for_the_workers_own_window():
     live.set_fleet(Fleet(rolled.windows, mine_seq=None, at=2.0))
     assert live.state(now=3.0).stats["ep"].samples == 1
     assert "ep" not in live.state(now=20.0).stats  # the rollup stopped: own window (empty)
+
+
+def test_r_bey_7_a_credentials_series_is_named_by_workspace_and_provider():
+    assert credential_series(12, "anthropic") == "ws:12/anthropic"
+
+
+def test_r_obs_2_a_credential_series_rolls_up_this_workers_attempts_exactly():
+    # given a credential's attempts: three answered, one refused, one rate-limited, one stream
+    live = LiveMetrics()
+    rate_limited = Observation(at=2.0, ok=False, latency_ms=None, tokens_per_s=None,
+                               kind="rate_limited")  # fmt: skip
+    stream = Observation(at=3.0, ok=True, latency_ms=50.0, tokens_per_s=None, streamed=True)
+    attempts = [_ok(at=1.0, latency_ms=ms) for ms in (100.0, 200.0, 300.0)]
+    for attempt in (*attempts, _error(at=2.0), rate_limited, stream):
+        live.observe(CREDENTIAL, "anthropic", attempt)
+    # when its numbers and another credential's (no attempt) are read
+    found = live.series_stats([CREDENTIAL, "ws:13/anthropic"], now=10.0)
+    # then only it, exact (nearest rank; a 429 is no error, R-EXE-4)
+    assert list(found) == [CREDENTIAL]
+    stats = found[CREDENTIAL].stats
+    assert (stats.samples, stats.error_rate, stats.rate_limited) == (6, 1 / 6, 1)
+    assert (stats.latency_p50_ms, stats.latency_p99_ms) == (100.0, 300.0)
+    assert found[CREDENTIAL].ttft_ms == (bucket_value(bucket_of(50.0)),) * 3
+    # and five minutes later it has left the window
+    assert live.series_stats([CREDENTIAL], now=304.0) == {}
+
+
+def test_r_obs_2_a_credential_series_counts_every_workers_attempts_once():
+    # given two workers' attempts with one credential, rolled up
+    a, b = LiveMetrics(), LiveMetrics()
+    for n in range(3):
+        a.observe(CREDENTIAL, "anthropic", _error(at=1.0 + n))
+    b.observe(CREDENTIAL, "anthropic", _ok(at=1.0, latency_ms=100))
+    fleets = _fleet_of(("a", a), ("b", b), now=10.0)
+    a.set_fleet(fleets["a"])
+    b.set_fleet(fleets["b"])
+    # when a's credential fails once more after the rollup
+    a.observe(CREDENTIAL, "anthropic", _error(at=11.0))
+    # then a counts all five at once, b the four of the rollup until the next one
+    mine, theirs = (w.series_stats([CREDENTIAL], now=12.0)[CREDENTIAL].stats for w in (a, b))
+    assert (mine.samples, mine.error_rate) == (5, 0.8)
+    assert (theirs.samples, theirs.error_rate) == (4, 0.75)

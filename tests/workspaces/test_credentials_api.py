@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from audit.models import AdminEvent
 from gateway.models import ConfigVersion
 from gateway.state import runtime
+from routing.engine.live import Observation, credential_series
 from routing.models import Model, Provider
 from workspaces.models import ProviderCredential
 from workspaces.secrets import Sealed, owner_aad, unseal
@@ -25,7 +26,9 @@ VAULT = f"{CREDENTIALS}/vault"
 SECRET = "sk-vault-acme-0123456789"
 NEW_SECRET = "sk-vault-acme-rotated-9876"
 HEALTHY = {"status": "ok", "cooling_until": None, "cooling_reason": None,
-           "last_failure": None, "last_failure_at": None, "recent_failures": 0}  # fmt: skip
+           "last_failure": None, "last_failure_at": None, "recent_failures": 0,
+           "requests": 0, "error_rate": None, "latency_p50_ms": None, "latency_p99_ms": None,
+           "ttft_p50_ms": None}  # fmt: skip
 
 
 @pytest.fixture
@@ -130,6 +133,22 @@ def test_r_bey_7_the_list_shows_rules_and_health_but_never_the_key(
     assert health["cooling_until"] > health["last_failure_at"]
     assert SECRET not in response.content.decode()
     assert "api_key" not in shown
+
+
+def test_r_bey_7_the_health_carries_the_last_five_minutes_of_attempts_with_the_key(
+    workspace, owner, api_as, fresh_runtime
+):
+    # given a credential, and three attempts with its key the gateway worker saw, one refused
+    _create(owner)
+    own, now = credential_series(workspace.pk, "vault"), time.time()
+    for ok, latency_ms in ((True, 80.0), (True, 200.0), (False, None)):
+        attempt = Observation(at=now, ok=ok, latency_ms=latency_ms, tokens_per_s=None)
+        runtime.credential_live().observe(own, "vault", attempt)
+    # when a viewer lists the credentials
+    [shown] = api_as("viewer").get(CREDENTIALS).json()
+    # then its health counts them (nearest-rank percentiles, rounded as `/health` rounds)
+    assert shown["health"] == {**HEALTHY, "requests": 3, "error_rate": 0.333,
+                               "latency_p50_ms": 80.0, "latency_p99_ms": 200.0}  # fmt: skip
 
 
 def test_r_mgt_1_put_replaces_the_rules_and_keeps_the_key_when_none_is_sent(
