@@ -234,8 +234,10 @@ def _observe_live(
 ) -> None:
     """Every attempt, for the live metrics the router reads (R-OBS-2, R-EXE-2, R-EXE-4);
     one made with the workspace's own key also for that credential's series, which
-    only its workspace is shown (R-BEY-7) and the router never reads. Cooldowns were fed
-    as each attempt ended (request_state.AttemptObserver)."""
+    only its workspace is shown (R-BEY-7) and the router never reads — and a refusal of
+    that key for the credential's alone, so one tenant's bad key cannot make the shared
+    endpoint unhealthy for every tenant. Cooldowns were fed as each attempt ended
+    (request_state.AttemptObserver)."""
     completion = int((usage or {}).get("completion_tokens") or 0)
     for attempt in record.attempts:
         if attempt.http_status in CLIENT_FAULTS:
@@ -251,7 +253,8 @@ def _observe_live(
             kind="" if ok else failure_kind(attempt.http_status),
             streamed=record.stream,
         )
-        effects.observations.append((attempt.endpoint, attempt.provider, observation))
+        if not attempt.blames_credential:  # a refused own key is not the endpoint's health
+            effects.observations.append((attempt.endpoint, attempt.provider, observation))
         if attempt.own_credential:
             series = credential_series(workspace_id, attempt.provider)
             effects.credential_observations.append((series, attempt.provider, observation))

@@ -34,7 +34,7 @@ from gateway.gateway_settings import GatewaySettings
 from gateway.state import runtime
 from gateway.state.snapshot import CredentialEntry, KeyEntry, Snapshot, WorkspaceEntry
 from routing.engine.adaptive import AdaptiveState
-from routing.engine.attempts import AttemptFailed
+from routing.engine.attempts import AttemptFailed, refuses_credential
 from routing.engine.cooldowns import DOES_NOT_DECRYPT, CredentialCooldowns
 from routing.engine.live import Observation, SeriesStats, credential_series
 from routing.engine.routes import Usage
@@ -280,9 +280,7 @@ class AttemptObserver:
             return
         if failure.kind == "unsupported_request" or failure.http_status in CLIENT_FAULTS:
             return
-        # an upstream's refusal of the workspace's own key, or a key that does not decrypt
-        refused = failure.kind == "no_credential" or (failure.http_status or 0) >= 400
-        if own is not None and refused:
+        if own is not None and refuses_credential(failure.kind, failure.http_status):
             self._cool_credential(cooldowns.credentials, own, endpoint, failure)
             return
         if failure.kind in NOT_THE_ENDPOINTS:

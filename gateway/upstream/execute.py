@@ -351,6 +351,7 @@ async def _attempt(
                 failure.message,
                 failure.retry_after,
                 own_credential=target.own_credential,
+                failure_kind=failure.kind,
             )  # fmt: skip
         )
         outcome.failure = failed = failure

@@ -43,6 +43,13 @@ STATUS_OF_ERROR_TYPE = {
 }
 
 
+def refuses_credential(failure_kind: str, http_status: int | None) -> bool:
+    """Whether a failed attempt made with a workspace's own key says the key is bad: the
+    upstream answered an HTTP error, or the key does not decrypt. A connect error, a
+    timeout or a malformed answer says nothing of the key."""
+    return failure_kind == "no_credential" or (http_status or 0) >= 400
+
+
 @dataclass(slots=True)
 class Attempt:
     """One upstream call, as listed in `X-Switchyard-Attempts` (SPEC R-API-4)."""
@@ -59,6 +66,17 @@ class Attempt:
     # live series (gateway/request_path/record.py). Not on the wire: the key is the
     # workspace's business, and `attempts` keeps its shape.
     own_credential: bool = False
+    failure_kind: str = ""  # AttemptFailed.kind of a failed attempt (`no_credential`, …)
+
+    @property
+    def blames_credential(self) -> bool:
+        """A failure of the workspace's own key — the upstream refused it (any HTTP error),
+        or it does not decrypt — is that credential's, not the endpoint's that every tenant
+        shares (SPEC R-BEY-7): the cooldowns (gateway/state/request_state.AttemptObserver)
+        and the live series decide alike. No answer at all speaks of the endpoint."""
+        if not self.own_credential or self.status == "ok":
+            return False
+        return refuses_credential(self.failure_kind, self.http_status)
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -144,23 +144,67 @@ def test_r_bey_7_health_lists_the_credential_with_its_last_failure():
     assert request_state.credentials_health(B.id, [], NOW + 1) == {}
 
 
-def test_r_bey_7_an_own_key_attempt_is_observed_for_its_endpoint_and_its_credential():
+def test_r_bey_7_a_refused_own_key_is_observed_for_its_credential_alone():
     # given a request whose own key was refused on one endpoint, then served elsewhere
-    # with the managed key
-    record = RequestRecord(operation="chat.completions", attempts=[
-        Attempt("vault", "v/alpha", "own-alpha", "error", 401, 40, "HTTP 401", own_credential=True),
+    # with the managed key, and another whose own key served
+    refused = RequestRecord(operation="chat.completions", attempts=[
+        Attempt("vault", "v/alpha", "own-alpha", "error", 401, 40, "HTTP 401",
+                own_credential=True, failure_kind="http_error"),
         Attempt("else", "v/alpha", "else-alpha", "ok", 200, 120),
     ])  # fmt: skip
-    # when it finishes
-    effects = finish(_caller(A, 11), record, status=200)
-    # then both attempts are observed for their endpoints, the own key's for A's credential too
-    assert [(e, p, o.ok, o.kind, o.latency_ms) for e, p, o in effects.observations] == [
-        ("own-alpha", "vault", False, "error", None),
-        ("else-alpha", "else", True, "", 120.0),
+    served = RequestRecord(operation="chat.completions", attempts=[
+        Attempt("vault", "v/alpha", "own-alpha", "ok", 200, 80, own_credential=True),
+    ])  # fmt: skip
+    # when they finish
+    first, second = finish(_caller(A, 11), refused, status=200), finish(_caller(A, 11), served,
+                                                                        status=200)  # fmt: skip
+    # then the refusal is the credential's alone: the shared endpoint is not charged with it
+    assert [(e, o.ok) for e, _p, o in first.observations] == [("else-alpha", True)]
+    assert [(s, o.ok, o.kind) for s, _p, o in first.credential_observations] == [
+        ("ws:1/vault", False, "error"),
     ]
-    assert [(s, p, o.ok, o.kind) for s, p, o in effects.credential_observations] == [
-        ("ws:1/vault", "vault", False, "error"),
-    ]
+    # and an answer with the own key measures both the endpoint and the credential
+    assert [(e, o.latency_ms) for e, _p, o in second.observations] == [("own-alpha", 80.0)]
+    assert [(s, o.ok) for s, _p, o in second.credential_observations] == [("ws:1/vault", True)]
+
+
+@pytest.mark.parametrize(
+    ("_case", "kind", "http_status", "blamed"),
+    [
+        ("refused by the upstream", "http_error", 401, True),
+        ("rate limited by the upstream", "http_error", 429, True),
+        ("an upstream error", "http_error", 503, True),
+        ("a key that does not decrypt", "no_credential", None, True),
+        ("no answer", "connect_error", None, False),
+        ("too slow", "timeout", None, False),
+    ],
+)
+def test_r_bey_7_which_own_key_failures_are_the_credentials(_case, kind, http_status, blamed):
+    attempt = Attempt("vault", "v/alpha", "own-alpha", "error", http_status, 5, "x",
+                      own_credential=True, failure_kind=kind)  # fmt: skip
+    assert attempt.blames_credential is blamed
+    managed = replace(attempt, own_credential=False)
+    assert managed.blames_credential is False
+
+
+def test_r_bey_7_one_workspace_s_refused_key_never_makes_the_shared_endpoint_unhealthy():
+    # given A's own key refused five times on the shared endpoint (the endpoint is unhealthy
+    # after three errors in its window)
+    record = RequestRecord(operation="chat.completions", attempts=[
+        Attempt("vault", "v/alpha", "own-alpha", "error", 401, 40, "HTTP 401",
+                own_credential=True, failure_kind="http_error"),
+    ])  # fmt: skip
+    for _ in range(5):
+        done = finish(_caller(A, 11), record, status=502)
+        request_state.apply(
+            Effects(
+                observations=done.observations, credential_observations=done.credential_observations
+            )
+        )
+    # then the endpoint every workspace shares is not demoted, while A's credential shows them
+    assert "own-alpha" not in runtime.live().state(NOW + 1).unhealthy
+    health = request_state.credentials_health(A.id, ["vault"], NOW + 1)["vault"]
+    assert (health["requests"], health["error_rate"]) == (5, 1.0)
 
 
 def test_r_bey_7_a_credentials_numbers_show_to_its_workspace_and_count_once_for_the_endpoint():
