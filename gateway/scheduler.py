@@ -18,6 +18,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from audit.retention import purge_expired_traces
+from gateway.failure_log import RepeatedFailure
 from gateway.rollout_guard import check_rollout_guards
 from gateway.state import admission_state, live_sharing, request_state
 from gateway.state.db_thread import in_db_thread
@@ -72,13 +73,15 @@ async def _sweep_budgets(every_s: float) -> None:
     """Charge budget reservations whose request never settled (R-LIM-2: a process killed
     mid-request). On every worker, broker or not: the in-process store is each worker's
     own, and sweeping a shared store twice charges nothing twice."""
+    failures = RepeatedFailure(log, "sweeping budget reservations")
     while True:
         await asyncio.sleep(every_s)
         try:
             swept = await admission_state.stores().budgets.sweep(time.time())
-        except Exception:  # the next round tries again
-            log.exception("sweeping budget reservations failed")
+        except Exception as error:  # the next round tries again
+            failures.failed(error)
             continue
+        failures.worked()
         if swept:
             log.warning("charged %d abandoned budget reservations in full", len(swept))
 
@@ -86,29 +89,38 @@ async def _sweep_budgets(every_s: float) -> None:
 async def _drain_traces(every_s: float) -> None:
     """Traces this worker (or an earlier process) spooled while the database was away
     (R-OBS-1): each worker drains the spool of its own host, broker or not."""
+    failures = RepeatedFailure(log, "draining the trace spool")
     while True:
         await asyncio.sleep(every_s)
         try:
             await request_state.drain_trace_spool()
-        except Exception:  # the next round tries again
-            log.exception("draining the trace spool failed")
+        except Exception as error:  # the next round tries again
+            failures.failed(error)
+        else:
+            failures.worked()
 
 
 async def _share_live_metrics(every_s: float) -> None:
     """This worker's live-metric slice handed in and the rollup read back (R-OBS-2), on
     every worker; without a broker each also rolls up (gateway/state/live_sharing.py)."""
+    failures = RepeatedFailure(log, "sharing live metrics")
     while True:
         await asyncio.sleep(every_s)
         try:
             await live_sharing.tick()
-        except Exception:  # the next round tries again; the router keeps its own window
-            log.warning("sharing live metrics failed", exc_info=True)
+        except Exception as error:  # the next round tries again; the router keeps its own window
+            failures.failed(error, level=logging.WARNING)
+        else:
+            failures.worked()
 
 
 async def _every(job: Job) -> None:
+    failures = RepeatedFailure(log, f"scheduled {job.name}")
     while True:
         await asyncio.sleep(job.every_s)
         try:
             await in_db_thread(job.run)()
-        except Exception:  # the next round tries again
-            log.exception("scheduled %s failed", job.name)
+        except Exception as error:  # the next round tries again
+            failures.failed(error)
+        else:
+            failures.worked()

@@ -21,6 +21,7 @@ from django.db import models, transaction
 from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
+from gateway.failure_log import RepeatedFailure
 from gateway.models import ConfigVersion
 from gateway.state.db_thread import in_db_thread
 from gateway.state.shared_state import announce_config_change
@@ -45,7 +46,6 @@ __all__ = [
 ]  # fmt: skip
 
 log = logging.getLogger(__name__)
-FAILURE_LOG_EVERY_S = 60.0  # while checks keep failing, one line this often
 
 CONFIG_MODELS: tuple[type[models.Model], ...] = (
     Workspace, ApiKey, ProviderCredential, Policy, Provider, Model, Endpoint, VirtualModel,
@@ -71,8 +71,11 @@ class SnapshotHolder:
         self._checked_at = 0.0
         self._refresh: asyncio.Task[None] | None = None
         self._first_load = asyncio.Lock()
-        self._failing_since: float | None = None  # checks fail since then (monotonic)
-        self._failure_logged_at = 0.0
+        # The first failure in full, then a line a minute: a database away for an hour
+        # must not write a traceback every poll. (The module's clock, read at each call.)
+        self._failures = RepeatedFailure(
+            log, "configuration snapshot check", clock=lambda: time.monotonic()
+        )
 
     async def current(self) -> Snapshot:
         snapshot = self._snapshot
@@ -107,25 +110,11 @@ class SnapshotHolder:
             if self._snapshot is None or version != self._snapshot.version:
                 self._snapshot = await in_db_thread(load_snapshot)()
                 log.info("configuration snapshot reloaded at version %s", version)
-            if self._failing_since is not None:
-                log.warning("configuration snapshot checks work again")
-                self._failing_since = None
+            self._failures.worked()
         except Exception as error:  # keep serving the old snapshot; try again next poll
-            self._log_failure(error)
+            self._failures.failed(error)
         finally:
             self._refresh = None
-
-    def _log_failure(self, error: Exception) -> None:
-        """The first failure in full, then a line a minute: a database that is away for
-        an hour must not write a traceback every poll."""
-        now = time.monotonic()
-        if self._failing_since is None:
-            self._failing_since = self._failure_logged_at = now
-            log.exception("configuration snapshot check failed; serving the last snapshot")
-        elif now - self._failure_logged_at >= FAILURE_LOG_EVERY_S:
-            self._failure_logged_at = now
-            log.error("configuration snapshot checks failing for %.0f s: %s",
-                      now - self._failing_since, type(error).__name__)  # fmt: skip
 
 
 def bump_version() -> None:

@@ -53,4 +53,8 @@ def test_failing_snapshot_checks_log_once_then_a_line_a_minute(monkeypatch, capl
     assert [r.levelname for r in records] == ["ERROR", "ERROR", "WARNING"]  # at 0 s and 60 s
     assert records[0].exc_info is not None  # the first in full
     assert all(r.exc_info is None for r in records[1:])
-    assert records[-1].getMessage() == "configuration snapshot checks work again"
+    assert records[0].getMessage() == "configuration snapshot check failed; retrying"
+    assert (
+        records[1].getMessage() == "configuration snapshot check failing for 60 s: OperationalError"
+    )
+    assert records[-1].getMessage() == "configuration snapshot check works again after 120 s"
