@@ -11,6 +11,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from fakeupstream import anthropic_wire, openai_wire, strict
 from fakeupstream.delivery import (
     BadRequest,
@@ -64,6 +66,16 @@ async def messages(ex: Exchange) -> None:
         await send_stream(ex, anthropic_wire.message_stream(reply))
     else:
         await send_json(ex, anthropic_wire.message_body(reply))
+
+
+async def count_tokens(ex: Exchange) -> None:
+    """`POST /v1/messages/count_tokens`: `{"input_tokens": N}`, N counted as a message's
+    `usage.input_tokens` is (replies.estimate_prompt_tokens)."""
+    strict.check_count_tokens(ex.body)
+    if await answer_early_fault(ex):
+        return
+    counted = estimate_prompt_tokens(ex.body["messages"], ex.body.get("system"))
+    await send_json(ex, orjson.dumps({"input_tokens": counted}))
 
 
 async def embeddings(ex: Exchange) -> None:

@@ -33,6 +33,7 @@ class Route:
 ROUTES = {
     "/v1/chat/completions": Route("POST", ApiStyle.OPENAI, endpoints.chat_completions),
     "/v1/messages": Route("POST", ApiStyle.ANTHROPIC, endpoints.messages),
+    "/v1/messages/count_tokens": Route("POST", ApiStyle.ANTHROPIC, endpoints.count_tokens),
     "/v1/embeddings": Route("POST", ApiStyle.OPENAI, endpoints.embeddings),
     "/v1/models": Route("GET", ApiStyle.OPENAI, endpoints.list_models),
 }
@@ -88,8 +89,9 @@ async def _answer_v1(ex: Exchange, route: Route) -> None:
 def credential_problem(ex: Exchange) -> tuple[int, str] | None:
     """(status, message) when the request's credentials are refused, else None.
 
-    OpenAI routes need `Authorization: Bearer <token>`; /v1/messages takes `x-api-key`
-    or `Authorization` and needs `anthropic-version`. With `--api-key K`, only K passes.
+    OpenAI routes need `Authorization: Bearer <token>`; the Anthropic ones (/v1/messages
+    and its count_tokens) take `x-api-key` or `Authorization` and need `anthropic-version`.
+    With `--api-key K`, only K passes.
     """
     headers = ex.request.headers
     authorization = headers.get("authorization", "")

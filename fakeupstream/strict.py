@@ -5,6 +5,8 @@ in the gateway fails a test instead of being absorbed by a lenient fake.
 fields, types and ranges, content blocks of known types, tools and `tool_choice` in
 Anthropic's shape, tool_use/tool_result pairing, thinking's constraints, and no unknown
 field in any object it checks (Anthropic: "Extra inputs are not permitted").
+`check_count_tokens` holds a `/v1/messages/count_tokens` body to the same rules for the
+fields that endpoint takes: no `max_tokens` (nor any other generation setting).
 
 `check_chat` holds a `/v1/chat/completions` body to the shapes of the fields it knows. It
 does not refuse unknown fields, although OpenAI does ("Unrecognized request argument
@@ -34,6 +36,12 @@ MESSAGES_FIELDS = frozenset({
     "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "service_tier",
     "container", "mcp_servers", "context_management", "output_config", "cache_control",
     "inference_geo", "speed",
+})  # fmt: skip
+# Anthropic's count endpoint takes the prompt's fields only: a generation setting such as
+# `max_tokens`, `stream` or `temperature` is an extra input there.
+COUNT_TOKENS_FIELDS = frozenset({
+    "model", "messages", "system", "tools", "tool_choice", "thinking", "output_config",
+    "cache_control", "context_management", "mcp_servers", "speed",
 })  # fmt: skip
 _BLOCK_TYPES = frozenset({
     "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
@@ -83,8 +91,17 @@ def _fail(path: Path, text: str = "", kind: str = "value") -> NoReturn:
 
 def check_messages(body: Any) -> None:
     """Raise BadRequest, in Anthropic's words, for a body the Messages API refuses."""
+    _in_anthropic_words(_messages_body, body)
+
+
+def check_count_tokens(body: Any) -> None:
+    """Raise BadRequest, in Anthropic's words, for a body its count endpoint refuses."""
+    _in_anthropic_words(_count_tokens_body, body)
+
+
+def _in_anthropic_words(check: Callable[[Any], None], body: Any) -> None:
     try:
-        _messages_body(body)
+        check(body)
     except _Violation as problem:
         where = ".".join(str(part) for part in problem.path)
         expected = _ANTHROPIC_TYPE_WORDS.get(problem.text, f"a valid {problem.text}")
@@ -152,13 +169,7 @@ def _messages_body(body: Any) -> None:
     max_tokens = _get(body, "max_tokens", (), "integer", required=True)
     if max_tokens < 1:
         _fail(("max_tokens",), "Input should be greater than or equal to 1")
-    system = body.get("system")
-    if isinstance(system, list):
-        for index, block in enumerate(system):
-            if _block(block, ("system", index)) != "text":
-                _fail(("system", index, "type"), "Input should be 'text'")
-    elif "system" in body and not isinstance(system, str):
-        _fail(("system",), "string", "type")
+    _system(body)
     _number_between(body, "temperature", 0, 1)
     _number_between(body, "top_p", 0, 1)
     if (_get(body, "top_k", (), "integer") or 0) < 0:
@@ -177,6 +188,27 @@ def _messages_body(body: Any) -> None:
     _tool_choice(body, names)
     _thinking(body, max_tokens)
     _conversation(_get(body, "messages", (), "array", required=True), has_tools=bool(names))
+
+
+def _count_tokens_body(body: Any) -> None:
+    _object(body, (), COUNT_TOKENS_FIELDS)
+    if not _get(body, "model", (), "string", required=True):
+        _fail(("model",), "must not be empty")
+    _system(body)
+    names = _tools(body)
+    _tool_choice(body, names)
+    _thinking(body, None)
+    _conversation(_get(body, "messages", (), "array", required=True), has_tools=bool(names))
+
+
+def _system(body: Mapping[str, Any]) -> None:
+    system = body.get("system")
+    if isinstance(system, list):
+        for index, block in enumerate(system):
+            if _block(block, ("system", index)) != "text":
+                _fail(("system", index, "type"), "Input should be 'text'")
+    elif "system" in body and not isinstance(system, str):
+        _fail(("system",), "string", "type")
 
 
 def _conversation(messages: list[Any], *, has_tools: bool) -> None:
@@ -332,7 +364,8 @@ def _tool_choice(body: Mapping[str, Any], names: set[str]) -> None:
             _fail(("tool_choice", "name"), f"Tool '{name}' not found in provided tools")
 
 
-def _thinking(body: Mapping[str, Any], max_tokens: int) -> None:
+def _thinking(body: Mapping[str, Any], max_tokens: int | None) -> None:
+    """`max_tokens` None: a count, which has none for the budget to stay below."""
     thinking = _get(body, "thinking", (), "object")
     if thinking is None or thinking.get("type") == "disabled":
         return
@@ -341,7 +374,7 @@ def _thinking(body: Mapping[str, Any], max_tokens: int) -> None:
         budget = _get(thinking, "budget_tokens", ("thinking",), "integer", required=True)
         if budget < MIN_THINKING_BUDGET:
             _fail(("thinking", "budget_tokens"), "Input should be greater than or equal to 1024")
-        if budget >= max_tokens:
+        if max_tokens is not None and budget >= max_tokens:
             _fail(("max_tokens",), "`max_tokens` must be greater than `thinking.budget_tokens`")
     elif thinking.get("type") != "adaptive":
         _fail(("thinking", "type"), "Input should be 'enabled', 'disabled' or 'adaptive'")

@@ -1,4 +1,4 @@
-"""`POST /v1/messages` and `POST /v1/messages/count_tokens` (SPEC R-API-9): Anthropic's
+"""`POST /v1/messages` (SPEC R-API-9; its `count_tokens` is messages_count.py): Anthropic's
 Messages API on the chat path. The request is translated into a chat body
 (gateway/api/messages_request.py) and goes through the same seven steps as a chat
 completion — policy, residency, fallbacks, tiers, auto router, traces — then the answer is
@@ -29,11 +29,9 @@ from gateway.api.messages_response import error_body, to_message
 from gateway.api.messages_stream import MessagesStream, translate
 from gateway.api.wire import json_response, sse_response
 from gateway.errors import FINAL_STATUSES, ApiError, invalid
-from gateway.request_path.caller import Caller
 from gateway.request_path.operation import Operation, Parsed, Served
 from gateway.request_path.parse import validate_chat
 from gateway.request_path.record import switchyard_block
-from gateway.request_path.resolve import resolve_model
 
 # The `switchyard` block's facts that fit a header (ASCII, short), in Anthropic answers.
 FACT_HEADERS = {
@@ -106,24 +104,6 @@ MESSAGES = Operation(
     "messages", parse=parse_messages, render=render_messages,
     render_error=render_anthropic_error,
 )  # fmt: skip
-
-
-def count_message_tokens(caller: Caller, body: dict[str, Any], headers: Any) -> int:
-    """`POST /v1/messages/count_tokens`: the input tokens of a Messages request, estimated
-    with the estimator the context-window filter uses (routing/engine/workload.py), so the
-    count is what routing itself assumes. No upstream is called. The body has no
-    `max_tokens` (Anthropic's count endpoint takes none): 1 stands in for it, or one more
-    than the thinking budget, which must stay below `max_tokens`."""
-    parsed = parse_messages({**body, "max_tokens": body.get("max_tokens") or _stand_in(body)})
-    return resolve_model(caller, parsed.body, headers, "chat").input_tokens
-
-
-def _stand_in(body: dict[str, Any]) -> int:
-    thinking = body.get("thinking")
-    budget = thinking.get("budget_tokens") if isinstance(thinking, dict) else None
-    if isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1:
-        return budget + 1
-    return 1
 
 
 def anthropic_model_list(models: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 
 from gateway.api.messages import FACT_HEADERS
 from gateway.api.messages_blocks import DROPPED_BLOCKS
+from gateway.api.messages_count import ENDPOINT_HEADERS, ESTIMATED, TOKEN_COUNT_HEADER, UPSTREAM
 from gateway.api.messages_response import ERROR_TYPES as ANTHROPIC_ERROR_TYPES
 from gateway.api.messages_response import STOP_REASONS
 from gateway.request_path.params import MAX_STOP_SEQUENCES
@@ -301,9 +302,12 @@ MESSAGES_REQUEST = obj(
 )  # fmt: skip
 # Anthropic's count takes no max_tokens; one sent is checked as for a message.
 COUNT_TOKENS_REQUEST = {**MESSAGES_REQUEST, "required": ["model", "messages"]}
-COUNT_TOKENS_NOTE = ("Counted with the estimator routing uses (the context-window filter); "
-                     "no upstream is called. `max_tokens` may be left out, `thinking` "
-                     "included.")  # fmt: skip
+COUNT_TOKENS_NOTE = ("Routed as the Messages request would be, nothing recorded. Counted "
+                     "by the upstream when the endpoint it would try first is "
+                     "Anthropic-style; else, or when that upstream does not count, with the "
+                     "estimator routing uses (the context-window filter). A body the "
+                     "upstream refuses gets its 400 (413, 422). `max_tokens` may be left "
+                     "out, `thinking` included.")  # fmt: skip
 
 REQUEST_SCHEMAS: Schema = {
     "Tool": obj(("type", "function"), type=const("function"), function=FUNCTION),
@@ -553,6 +557,14 @@ SWITCHYARD_HEADERS: Schema = {
                                                   if fact == "cost_estimate_usd" else ""))
        for fact, header in FACT_HEADERS.items()},
 }  # fmt: skip
+# Who counted a `count_tokens` answer, and for which endpoint.
+COUNT_HEADERS: Schema = {
+    TOKEN_COUNT_HEADER: {"description": f"`{UPSTREAM}`: the endpoint's upstream counted; "
+                                        f"`{ESTIMATED}`: the gateway's estimate",
+                         "schema": enum(UPSTREAM, ESTIMATED)},
+    **{header: _header(f"the {fact} a Messages request would try first; absent when "
+                       "no endpoint would take it") for fact, header in ENDPOINT_HEADERS.items()},
+}  # fmt: skip
 ANTHROPIC_VERSION = {"name": "anthropic-version", "in": "header", "required": False,
                      "schema": STRING, "description": "any date is accepted; the trace "
                      "records it"}  # fmt: skip
@@ -617,10 +629,10 @@ SCHEMA: Schema = {
                               headers=SWITCHYARD_HEADERS, parameters=[ANTHROPIC_VERSION])
         },
         "/v1/messages/count_tokens": {
-            "post": operation("Input tokens of a Messages request, estimated; no upstream call",
+            "post": operation("Input tokens of a Messages request",
                               "AnthropicTokenCount", COUNT_TOKENS_REQUEST,
-                              errors=ANTHROPIC_ERRORS, parameters=[ANTHROPIC_VERSION],
-                              description=COUNT_TOKENS_NOTE)
+                              errors=ANTHROPIC_ERRORS, headers=COUNT_HEADERS,
+                              parameters=[ANTHROPIC_VERSION], description=COUNT_TOKENS_NOTE)
         },
         "/v1/models": {
             "get": operation("Models this key may use",

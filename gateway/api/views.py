@@ -25,12 +25,8 @@ from audit.models import RequestTrace
 from gateway.api.chat import CHAT
 from gateway.api.embeddings import EMBEDDINGS
 from gateway.api.explain import EXPLAIN
-from gateway.api.messages import (
-    MESSAGES,
-    anthropic_model_list,
-    count_message_tokens,
-    render_anthropic_error,
-)
+from gateway.api.messages import MESSAGES, anthropic_model_list, render_anthropic_error
+from gateway.api.messages_count import count_message_tokens, render_count
 from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
@@ -66,15 +62,16 @@ async def messages(request: HttpRequest) -> HttpResponseBase:
 @csrf_exempt
 @require_POST
 async def count_tokens(request: HttpRequest) -> HttpResponseBase:
-    """`POST /v1/messages/count_tokens` (SPEC R-API-9), estimated locally."""
+    """`POST /v1/messages/count_tokens` (SPEC R-API-9): counted by the Anthropic upstream
+    a Messages request would go to, else estimated (gateway/api/messages_count.py)."""
     snap = await request_state.current_snapshot()
     try:
         caller = authenticate(request, snap, time.time())
         body = read_json(request, request_state.gateway_settings().max_body_bytes)
-        tokens = count_message_tokens(caller, body, request.headers)
+        counted = await count_message_tokens(request, caller, body)
     except ApiError as error:
         return render_anthropic_error(error)
-    return json_response({"input_tokens": tokens})
+    return render_count(counted)
 
 
 @csrf_exempt

@@ -204,3 +204,24 @@ async def child_request(
         status, error_code = error.status, error.code
     apply(finish(child, record, status=status, target=target, usage=usage, error_code=error_code))
     return error_code
+
+
+async def decide_only(
+    request: HttpRequest, operation: Operation, caller: Caller, body: dict[str, Any]
+) -> Served:
+    """Steps 2–4 of `operation` for `body` and no further: what a request of it would be
+    routed to, its refusals (raised as ApiError) included, as a dry run — nothing recorded,
+    no effect applied, no budget admitted, no model called (the auto router's classifier
+    neither, as in explain). A route's `endpoint` condition sees `operation.route_name`.
+    For `POST /v1/messages/count_tokens` (gateway/api/messages_count.py), whose answer is
+    not a rendered outcome; the `Served` has no outcome and no finish."""
+    parsed = operation.parse(body)
+    state = request_state.read(caller.started_at, caller)
+    state = await with_route_usage(state, caller, admission_state.stores())
+    resolved = await resolve_request(
+        caller, parsed.body, request.headers, state, Effects(),
+        operation=operation.routes_as, route_operation=operation.route_name,
+        smart=operation.smart, ask=None,
+    )  # fmt: skip
+    plan = Plan(caller, resolved, state)
+    return Served(caller, RequestRecord(operation.name), parsed, resolved, plan, None, None)

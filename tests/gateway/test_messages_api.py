@@ -100,34 +100,6 @@ def test_r_api_9_the_tool_loop_runs_to_a_text_answer(fresh_live, model, fake):
 
 
 @pytest.mark.live
-def test_r_api_9_count_tokens_is_estimated_without_an_upstream_call(fresh_live):
-    # when
-    counted = _client(fresh_live).messages.count_tokens(
-        model=SONNET, messages=[{"role": "user", "content": "How many tokens is this? " * 40}]
-    )
-    short = _client(fresh_live).messages.count_tokens(
-        model=SONNET, messages=[{"role": "user", "content": "Hi"}]
-    )
-    # then
-    assert counted.input_tokens > short.input_tokens > 0
-    assert _no_upstream_call(fresh_live)
-
-
-@pytest.mark.live
-def test_r_api_9_count_tokens_takes_extended_thinking_without_max_tokens(fresh_live):
-    # given Claude Code's count of a turn with thinking on (the count endpoint takes no
-    # max_tokens, so none can be above the budget)
-    thinking = {"type": "enabled", "budget_tokens": 4096}
-    # when
-    counted = _client(fresh_live).messages.count_tokens(
-        model=SONNET, messages=[{"role": "user", "content": "Hi"}], thinking=thinking
-    )
-    # then
-    assert counted.input_tokens > 0
-    assert _no_upstream_call(fresh_live)
-
-
-@pytest.mark.live
 def test_r_api_9_models_are_listed_in_anthropics_shape_when_the_request_names_a_version(
     fresh_live,
 ):

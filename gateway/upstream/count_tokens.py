@@ -1,0 +1,135 @@
+"""`POST {base_url}/messages/count_tokens` on an Anthropic-style upstream: the one upstream
+call that is not a model request, made for `POST /v1/messages/count_tokens` (SPEC R-API-9,
+gateway/api/messages_count.py) to the endpoint a Messages request would try first.
+
+It is sent the way the executor (execute.py) sends an attempt: with the target's
+credential, the head awaited within connect + first-byte time and the body within the idle
+timeout, redirects never followed, at most MAX_COUNT_BODY_BYTES read, and the upstream's
+error text scrubbed of every credential before anyone sees it (SPEC D-17). A count is not
+an attempt: it moves no health, cooldown or latency figure, and it is never retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import orjson
+
+from gateway.upstream.execute import MAX_ERROR_BODY_BYTES, Target
+from gateway.upstream.providers import anthropic
+from routing.engine.attempts import AttemptFailed, is_retryable_status, retry_after_seconds
+
+# The fields of a Messages body that Anthropic's count endpoint takes besides `model`
+# (its MessageCountTokensParams, beta fields included): the generation settings
+# (`max_tokens`, `stream`, `temperature`, `stop_sequences`, `metadata`, …) and Switchyard's
+# own routing fields are refused there as extra inputs, so they are never sent.
+COUNT_FIELDS = (
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+    "output_config",
+    "cache_control",
+    "context_management",
+    "mcp_servers",
+    "speed",
+)
+# An answer is `{"input_tokens": N}`; an error body is cut where the executor cuts one.
+MAX_COUNT_BODY_BYTES = MAX_ERROR_BODY_BYTES
+
+
+def count_body(body: dict[str, Any], upstream_model: str) -> dict[str, Any]:
+    """The client's Messages body as the count endpoint takes it: the endpoint's own model
+    id, and only the fields of COUNT_FIELDS that are set."""
+    fields = {name: body[name] for name in COUNT_FIELDS if body.get(name) is not None}
+    return {"model": upstream_model, **fields}
+
+
+async def count_tokens(
+    client: httpx.AsyncClient,
+    target: Target,
+    body: dict[str, Any],
+    *,
+    beta: str | None = None,
+) -> int:
+    """The upstream's `input_tokens` for `body` (already in the count endpoint's shape,
+    `count_body`). `beta`: the client's `anthropic-beta` header, passed on. Raises
+    AttemptFailed — with the status, whether the upstream calls it final, and its message
+    scrubbed — when no count comes back."""
+    if not target.api_key:
+        raise AttemptFailed("no_credential", "no credential for this provider")
+    headers = {
+        "x-api-key": target.api_key,
+        "anthropic-version": anthropic.API_VERSION,
+        "content-type": "application/json",
+        "accept-encoding": "identity",
+    }
+    if beta:
+        headers["anthropic-beta"] = beta
+    request = httpx.Request("POST", f"{target.base_url}/messages/count_tokens",
+                            headers=headers, content=orjson.dumps(body))  # fmt: skip
+    response = await _send(client, request, target)
+    try:
+        async with asyncio.timeout(target.idle_timeout_s):
+            data = await _read_at_most(response, MAX_COUNT_BODY_BYTES)
+    except TimeoutError:
+        raise AttemptFailed("timeout", "upstream body did not arrive in time") from None
+    except httpx.HTTPError as exc:
+        raise AttemptFailed("connect_error", f"{type(exc).__name__} reading body") from None
+    finally:
+        await asyncio.shield(response.aclose())
+    if response.status_code != 200:
+        raise _refusal(response, data, target)
+    return _input_tokens(data)
+
+
+async def _send(
+    client: httpx.AsyncClient, request: httpx.Request, target: Target
+) -> httpx.Response:
+    try:
+        async with asyncio.timeout(target.connect_timeout_s + target.ttfb_timeout_s):
+            return await client.send(request, stream=True)
+    except TimeoutError:
+        raise AttemptFailed("timeout", "upstream did not answer in time") from None
+    except httpx.HTTPError as exc:
+        raise AttemptFailed("connect_error", f"{type(exc).__name__}") from None
+
+
+async def _read_at_most(response: httpx.Response, limit: int) -> bytes:
+    """The body, cut at `limit` bytes: a hostile upstream may send gigabytes."""
+    data = b""
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) >= limit:
+            break
+    return data[:limit]
+
+
+def _refusal(response: httpx.Response, data: bytes, target: Target) -> AttemptFailed:
+    status = response.status_code
+    if status < 400:  # an endpoint's URL comes from the catalog only
+        return AttemptFailed("redirect", f"upstream answered HTTP {status} (redirects are "
+                             "never followed)", http_status=status)  # fmt: skip
+    _kind, message = anthropic.parse_error(status, data)
+    return AttemptFailed(
+        "http_error",
+        f"upstream answered HTTP {status}",
+        http_status=status,
+        retryable=is_retryable_status(status, response.headers.get("x-should-retry")),
+        retry_after=retry_after_seconds(response.headers.get("retry-after")),
+        upstream_message=target.safe(message),
+    )
+
+
+def _input_tokens(data: bytes) -> int:
+    try:
+        answer = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        answer = None
+    counted = answer.get("input_tokens") if isinstance(answer, dict) else None
+    if not isinstance(counted, int) or isinstance(counted, bool) or counted < 0:
+        raise AttemptFailed("malformed", "upstream sent no valid input_tokens")
+    return counted
