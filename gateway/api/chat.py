@@ -4,6 +4,7 @@ switchyard chunk and `[DONE]` (or an error event if the upstream breaks mid-stre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpResponseBase
@@ -58,6 +59,14 @@ def chat_stream_frames(served: Served, opened: Opened, finish: Finish) -> Stream
         }
         return [frame_json(final), DONE_FRAME]
 
+    on_end = stream_recorder(finish)
+    return StreamFrames(relay(opened, tail=tail, on_end=on_end), opened, on_end)
+
+
+def stream_recorder(finish: Finish) -> Callable[[Opened, str | None], None]:
+    """What records a committed stream when it ends, however it ends (`error`: None, or
+    why it stopped short), for every API that relays one."""
+
     def on_end(opened: Opened, error: str | None) -> None:
         finish(
             status=200,
@@ -69,7 +78,7 @@ def chat_stream_frames(served: Served, opened: Opened, finish: Finish) -> Stream
             streamed_chars=opened.translator.streamed_chars,  # settles a stream without usage
         )
 
-    return StreamFrames(relay(opened, tail=tail, on_end=on_end), opened, on_end)
+    return on_end
 
 
 CHAT = Operation("chat.completions", parse=parse_chat, render=render_chat)

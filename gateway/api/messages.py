@@ -1,14 +1,13 @@
 """`POST /v1/messages` (SPEC R-API-9; its `count_tokens` is messages_count.py): Anthropic's
 Messages API on the chat path. The request is translated into a chat body
 (gateway/api/messages_request.py) and goes through the same seven steps as a chat
-completion — policy, residency, fallbacks, tiers, auto router, traces — then the answer is
-shaped back into Anthropic's `message` (messages_response.py) or its event stream
+completion — policy, residency, fallbacks, tiers, auto router, traces. An Anthropic-style
+upstream is sent the client's own request and its answer comes back as it sent it
+(gateway/upstream/providers/anthropic_native.py), so `cache_control`, `top_k` and earlier
+turns' `thinking` blocks reach it; an OpenAI-style upstream gets the chat body, and its
+answer is shaped into Anthropic's `message` (messages_response.py) or its event stream
 (messages_stream.py). Errors are Anthropic's envelope with the same statuses, and the
 `switchyard` facts, which have no place in Anthropic's body, go in `X-Switchyard-*` headers.
-
-Not yet: an Anthropic-style upstream is reached through the chat translation too, so
-fields only Anthropic reads (`thinking` blocks in earlier turns, `cache_control`, `top_k`)
-are dropped on the way (`without_anthropic_extras`), for every upstream alike.
 """
 
 from __future__ import annotations
@@ -19,19 +18,20 @@ from typing import Any
 import orjson
 from django.http import HttpResponse, HttpResponseBase
 
-from gateway.api.chat import chat_stream_frames
+from gateway.api.chat import stream_recorder
 from gateway.api.messages_request import (
     MessagesRequestError,
     to_chat_body,
     without_anthropic_extras,
 )
 from gateway.api.messages_response import error_body, to_message
-from gateway.api.messages_stream import MessagesStream, translate
-from gateway.api.wire import json_response, sse_response
+from gateway.api.messages_stream import relay_messages
+from gateway.api.wire import StreamFrames, json_response, sse_response
 from gateway.errors import FINAL_STATUSES, ApiError, invalid
-from gateway.request_path.operation import Operation, Parsed, Served
+from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.parse import validate_chat
 from gateway.request_path.record import switchyard_block
+from gateway.upstream.execute import Opened
 
 # The `switchyard` block's facts that fit a header (ASCII, short), in Anthropic answers.
 FACT_HEADERS = {
@@ -51,7 +51,8 @@ def parse_messages(body: dict[str, Any]) -> Parsed:
         raise invalid(error.message, param=error.param) from None
     chat = without_anthropic_extras(translated.body)
     validate_chat(chat)  # a backstop: the translation names Anthropic's fields first
-    return Parsed(body=chat, stream=chat.get("stream") is True, echo=translated.echo)
+    stream = chat.get("stream") is True
+    return Parsed(body=chat, stream=stream, echo=translated.echo, native=body)
 
 
 def render_messages(served: Served) -> HttpResponseBase:
@@ -59,17 +60,9 @@ def render_messages(served: Served) -> HttpResponseBase:
     assert outcome is not None
     assert finish is not None
     assert outcome.target is not None
-    message_id = f"msg_{caller.trace_id.hex}"
     if outcome.opened is not None:
         opened = outcome.opened
-        shaper = MessagesStream(
-            message_id=message_id,
-            model=opened.target.endpoint.model,
-            input_tokens=served.resolved.routing.input_tokens,
-        )
-        stream = chat_stream_frames(served, opened, finish)
-        stream.frames = translate(stream.frames, shaper)
-        response: HttpResponseBase = sse_response(stream)
+        response: HttpResponseBase = sse_response(_stream_frames(served, opened, finish))
         facts = switchyard_block(caller, served.record, opened.target, None)
         facts.pop("cost_estimate_usd")  # not known before the stream ends
     else:
@@ -78,11 +71,28 @@ def render_messages(served: Served) -> HttpResponseBase:
         facts = switchyard_block(caller, served.record, outcome.target, usage)
         finish(status=200, target=outcome.target, usage=usage)
         requested = served.parsed.echo.get("model", "")
-        response = json_response(to_message(chat, message_id=message_id, requested_model=requested))
+        if outcome.message is not None:  # an Anthropic-style upstream's own message
+            message = {**outcome.message, "id": caller.message_id, "model": requested}
+        else:
+            message = to_message(chat, message_id=caller.message_id, requested_model=requested)
+        response = json_response(message)
     for name, header in FACT_HEADERS.items():
         if name in facts:
             response[header] = str(facts[name])
     return response
+
+
+def _stream_frames(served: Served, opened: Opened, finish: Finish) -> StreamFrames:
+    """The client's event stream (messages_stream.relay_messages), recorded however it
+    ends."""
+    on_end = stream_recorder(finish)
+    frames = relay_messages(
+        opened,
+        message_id=served.caller.message_id,
+        input_tokens=served.resolved.routing.input_tokens,
+        on_end=on_end,
+    )
+    return StreamFrames(frames, opened, on_end)
 
 
 def render_anthropic_error(error: ApiError) -> HttpResponse:

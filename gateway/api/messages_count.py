@@ -40,7 +40,7 @@ from gateway.request_path.caller import Caller
 from gateway.request_path.decide import no_endpoint
 from gateway.request_path.execute import deadline_s, make_targets
 from gateway.request_path.operation import Served
-from gateway.request_path.serve import decide_only
+from gateway.request_path.serve import decide_only, native_for
 from gateway.state.request_state import upstream_client
 from gateway.upstream.count_tokens import count_body, count_tokens
 from routing.engine.attempts import PASSED_THROUGH, AttemptFailed
@@ -85,11 +85,12 @@ async def count_message_tokens(
         return TokenCount(estimate, ESTIMATED, endpoint)
     state = served.plan.state
     target = make_targets(caller, (endpoint,), state.settings, state)[0]
-    sent = count_body(_with_default_prompt(body, caller), endpoint.upstream_model)
+    native = native_for(caller, body, request.headers)  # what the Messages request sends
+    sent = count_body(native.body, endpoint.upstream_model)
     try:
         async with asyncio.timeout(deadline_s(caller, state.settings) - caller.elapsed_s()):
             counted = await count_tokens(upstream_client(), target, sent,
-                                         beta=request.headers.get("anthropic-beta"))  # fmt: skip
+                                         beta=native.headers.get("anthropic-beta"))  # fmt: skip
     except AttemptFailed as failure:
         if failure.http_status in REFUSED_BODY and not failure.retryable:
             said = f": {failure.upstream_message}" if failure.upstream_message else "."
@@ -133,15 +134,6 @@ def _first_endpoint(served: Served) -> EndpointInfo | None:
     if refused.code == "context_length_exceeded":
         return None
     raise refused
-
-
-def _with_default_prompt(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
-    """The body with the key's preset prompt as `system` where it has none, as the
-    Messages request is sent (routing/engine/key_scope.with_defaults)."""
-    preset = caller.key.preset
-    if preset is None or not preset.default_prompt or body.get("system"):
-        return body
-    return {**body, "system": preset.default_prompt}
 
 
 def _stand_in(body: dict[str, Any]) -> int:

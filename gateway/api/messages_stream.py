@@ -1,20 +1,24 @@
-"""Streaming for `POST /v1/messages`: the chat path's OpenAI chunk frames re-shaped into the
-Anthropic Messages event sequence as they arrive (SPEC R-API-9). `message_start` (an empty
-message) and a `ping` open the stream; then each content block comes whole and in order:
-`content_block_start`, its deltas (`text_delta`, or `input_json_delta` carrying a tool
-call's argument fragments as they arrive), `content_block_stop`. A block ends when the
-next one starts or the chat stream ends; then come `message_delta` (stop reason, stop
-sequence, usage) and `message_stop`. A chat error frame becomes the `error` event that
-ends the stream, as Anthropic ends one. Chat streams report usage only in their last
-chunks, so `message_start` carries the caller's input estimate (or 0) and `message_delta`
-the counts, cumulative as Anthropic's are.
+"""Streaming for `POST /v1/messages` (SPEC R-API-9). An Anthropic-style upstream's events
+are relayed as they came (`NativeStream`, gateway/upstream/providers/anthropic_native.py).
+An OpenAI-style upstream's chunks are shaped into Anthropic's event sequence as they
+arrive, each parsed once (`ChatToMessages`, with `MessagesStream` deciding the events):
+`message_start` (an empty message) and a `ping` open the stream; then each content block
+comes whole and in order: `content_block_start`, its deltas (`text_delta`, or
+`input_json_delta` carrying a tool call's argument fragments as they arrive),
+`content_block_stop`. A block ends when the next one starts or the chat stream ends; then
+come `message_delta` (stop reason, stop sequence, usage) and `message_stop`. A stream that
+breaks after it began ends with the `error` event, as Anthropic ends one. Chat streams
+report usage only in their last chunks, so `message_start` carries the caller's input
+estimate (or 0) and `message_delta` the counts, cumulative as Anthropic's are.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from gateway.api.messages_response import (
     anthropic_usage,
@@ -22,8 +26,9 @@ from gateway.api.messages_response import (
     stop_reason_for,
     tool_use_id,
 )
-from gateway.api.reshape import reshape
-from gateway.upstream.streaming import frame_json
+from gateway.upstream.execute import Opened, relay
+from gateway.upstream.providers.anthropic_native import NativeStream
+from gateway.upstream.streaming import SSEEvent, SSEParser, frame_json
 
 # The type of the `error` event for a chat stream that broke after it began: the chat
 # relay's error frame is the gateway's (an upstream failed mid-answer), a server failure.
@@ -44,6 +49,12 @@ class _Call:
 
 def _event(kind: str, **fields: Any) -> bytes:
     return frame_json({"type": kind, **fields}, event=kind)
+
+
+def error_event(message: str) -> bytes:
+    """The `error` event that ends a stream which broke after it began (the gateway's
+    words: an upstream's own error text is not relayed)."""
+    return _event("error", error={"type": STREAM_ERROR_TYPE, "message": message})
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -154,8 +165,7 @@ class MessagesStream:
         """An in-band chat error as the `error` event that ends the stream."""
         error = payload.get("error")
         message = error.get("message") if isinstance(error, dict) else None
-        body = {"type": STREAM_ERROR_TYPE, "message": str(message or ENDED_EARLY)}
-        return _event("error", error=body)
+        return error_event(str(message or ENDED_EARLY))
 
     def closing(self) -> list[bytes]:
         out = self._stop_open()
@@ -175,7 +185,73 @@ class MessagesStream:
         return [*out, _event("message_delta", delta=delta, usage=usage), _event("message_stop")]
 
 
-async def translate(frames: AsyncIterator[bytes], stream: MessagesStream) -> AsyncIterator[bytes]:
-    """Chat SSE bytes in, this API's SSE bytes out (gateway/api/reshape.py)."""
-    async for frame in reshape(frames, stream):
-        yield frame
+class ChatToMessages:
+    """An OpenAI-style upstream's stream, read by its chat translator (`chat`: usage,
+    errors, the commit point and the end, as for a chat client) and shaped into Anthropic
+    events as it arrives: each upstream event is parsed once, and no chat frame is written
+    between (SPEC R-API-9). The relay reads it as any translator; `opening` and `closing`
+    are the events before and after the upstream's."""
+
+    def __init__(self, chat: Any, shaper: MessagesStream) -> None:
+        self.chat = chat
+        self.shaper = shaper
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.chat.finished)
+
+    @property
+    def error(self) -> tuple[str, str] | None:
+        return self.chat.error  # type: ignore[no-any-return]
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        return self.chat.usage  # type: ignore[no-any-return]
+
+    @property
+    def streamed_chars(self) -> int:
+        return int(self.chat.streamed_chars)
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        return self._shape(self.chat.accept(chunk))
+
+    def reshape(self, frames: list[bytes]) -> list[bytes]:
+        """Chat frames the commit check already wrote (the first few), as events, after
+        the opening ones."""
+        return [*self.shaper.opening(), *self._shape(SSEParser().feed(b"".join(frames)))]
+
+    def _shape(self, events: list[SSEEvent]) -> list[bytes]:
+        out: list[bytes] = []
+        for event in events:
+            try:
+                payload = orjson.loads(event.data)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(payload, dict):
+                out.extend(self.shaper.feed(payload))
+        return out
+
+    def closing(self) -> list[bytes]:
+        return self.shaper.closing()
+
+
+def relay_messages(
+    opened: Opened,
+    *,
+    message_id: str,
+    input_tokens: int,
+    on_end: Callable[[Opened, str | None], None],
+) -> AsyncIterator[bytes]:
+    """The client's event stream for a committed upstream stream: an Anthropic-style
+    upstream's own events (`NativeStream`), or an OpenAI-style upstream's chunks shaped into
+    events as they arrive (`ChatToMessages`); an `error` event when it breaks."""
+    if not isinstance(opened.translator, NativeStream):
+        model = opened.target.endpoint.model
+        shaper = MessagesStream(message_id=message_id, model=model, input_tokens=input_tokens)
+        opened.translator = ChatToMessages(opened.translator, shaper)
+        opened.buffered = opened.translator.reshape(opened.buffered)
+
+    def tail(opened: Opened, error: str | None) -> list[bytes]:
+        return [error_event(error)] if error is not None else opened.translator.closing()
+
+    return relay(opened, tail=tail, on_end=on_end)

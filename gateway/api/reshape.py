@@ -1,9 +1,10 @@
 """Re-shaping the chat path's SSE stream into another API's events as it arrives (the
-Responses API, Anthropic's Messages API): one loop, each API's `Shaper` says what a chat
-chunk becomes. `[DONE]` closes the stream; an error frame, or chat frames that end without
-`[DONE]`, end it with the shaper's error event. The chat frames are read to their end (so
-the relay records its outcome as it ends) and closed with this generator when the client
-leaves. A frame that is not a JSON object carries nothing to translate and is skipped."""
+Responses API): one loop, the API's `Shaper` says what a chat chunk becomes. `[DONE]`
+closes the stream; an error frame, or chat frames that end without `[DONE]`, end it with
+the shaper's error event. The chat frames are read to their end (so the relay records its
+outcome as it ends) and closed with this generator when the client leaves. A frame that is
+not a JSON object carries nothing to translate and is skipped. (The Messages API shapes
+the upstream's own chunks instead, each parsed once: messages_stream.py.)"""
 
 from __future__ import annotations
 

@@ -41,6 +41,11 @@ class Caller:
     def completion_ids(self) -> dict[str, Any]:
         return {"completion_id": f"chatcmpl-{self.trace_id.hex}", "created": self.created}
 
+    @property
+    def message_id(self) -> str:
+        """The id of an Anthropic `message` answering this request (R-API-9)."""
+        return f"msg_{self.trace_id.hex}"
+
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.started_perf
 

@@ -38,6 +38,7 @@ from gateway.state.request_state import (
 )
 from gateway.state.snapshot import CredentialEntry
 from gateway.upstream.execute import Outcome, Target, execute
+from gateway.upstream.providers.anthropic_native import NativeRequest
 from routing.engine.attempts import final_error
 from routing.engine.types import EndpointInfo
 from workspaces.secrets import DecryptionError, owner_aad, unseal
@@ -53,9 +54,11 @@ async def execute_plan(
     *,
     stream: bool,
     apply: Callable[[Effects], None],
+    native: NativeRequest | None = None,
 ) -> Outcome:
     """The first success of the chain, or the error of its last failure. Decisions and
-    attempts go into `record` as they happen; `apply` makes each step's effects real."""
+    attempts go into `record` as they happen; `apply` makes each step's effects real.
+    `native`: a Messages request, sent as it is to Anthropic-style upstreams."""
     state = plan.state
     gateway, policy = state.settings, caller.policy
     # One total deadline for the whole request, every model of the chain and a committed
@@ -87,6 +90,7 @@ async def execute_plan(
             ids=caller.completion_ids,
             deadline_at=deadline_at,
             observer=observer,
+            native=native,
         )
         record.attempts.extend(outcome.attempts)
         if outcome.failure is None and outcome.target is not None:

@@ -26,6 +26,8 @@ class Parsed:
     body: dict[str, Any]
     stream: bool = False
     echo: dict[str, Any] = field(default_factory=dict)  # request settings a reply echoes
+    # A Messages request as the client sent it, for upstreams that speak its API (R-API-9).
+    native: dict[str, Any] | None = None
 
 
 class Finish(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponseBase
@@ -26,6 +26,7 @@ from gateway.request_path.resolve import Resolved, resolve_request, route_seed
 from gateway.request_path.routes import RouteRejected
 from gateway.state import admission_state, request_state
 from gateway.state.request_state import Effects, apply
+from gateway.upstream.providers.anthropic_native import NativeRequest, native_request
 from routing.engine.affinity.sessions import client_session
 from routing.engine.types import EndpointInfo, RoutingRequest
 
@@ -138,8 +139,10 @@ async def _steps(
     record.admission_headers = admission.headers
     try:
         outcome = await execute_plan(  # 6
-            caller, record, plan, resolved.body, stream=parsed.stream, apply=apply
-        )
+            caller, record, plan, resolved.body, stream=parsed.stream, apply=apply,
+            native=None if parsed.native is None else native_for(caller, parsed.native,
+                                                                 request.headers),
+        )  # fmt: skip
     except ApiError:
         admission.settle(0, 0, caller.now())  # every attempt failed: nothing was answered
         raise
@@ -149,6 +152,17 @@ async def _steps(
         raise
     done = _recorder(caller, record, admission)  # 7, when the answer is complete
     return operation.render(Served(caller, record, parsed, resolved, plan, outcome, done))
+
+
+def native_for(caller: Caller, body: dict[str, Any], headers: Mapping[str, str]) -> NativeRequest:
+    """A Messages request as Anthropic-style upstreams get it, with the key's preset
+    defaults where it is silent (as resolve fills them into the chat body, R-PRE-1)."""
+    preset = caller.key.preset
+    return native_request(
+        body, headers, message_id=caller.message_id,
+        default_prompt=preset.default_prompt if preset else "",
+        default_params=preset.default_params if preset else None,
+    )  # fmt: skip
 
 
 def _recorder(caller: Caller, record: RequestRecord, admission: Admission) -> Finish:

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
-from gateway.upstream.providers import anthropic, openai
+from gateway.upstream.providers import anthropic, anthropic_native, openai
+from gateway.upstream.providers.anthropic_native import NativeRequest
 from gateway.upstream.untrusted_text import scrub
 from routing.engine.attempts import (
     Attempt,
@@ -71,7 +72,8 @@ class Opened:
 class Outcome:
     attempts: list[Attempt] = field(default_factory=list)
     target: Target | None = None
-    response: dict[str, Any] | None = None  # non-stream success
+    response: dict[str, Any] | None = None  # non-stream success, as a chat completion
+    message: dict[str, Any] | None = None  # the same, as a natively called upstream sent it
     opened: Opened | None = None  # stream success (not yet relayed)
     failure: AttemptFailed | None = None  # the last failure when nothing succeeded
     failures: list[AttemptFailed] = field(default_factory=list)  # every failed attempt
@@ -82,9 +84,10 @@ def _elapsed_ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
 
 
-def _build(target: Target, body: dict[str, Any], stream: bool, operation: str) -> httpx.Request:
+def _build(target: Target, body: dict[str, Any], stream: bool, operation: str,
+           native: NativeRequest | None) -> httpx.Request:  # fmt: skip
     try:
-        return _build_request(target, body, stream, operation)
+        return _build_request(target, body, stream, operation, native)
     except ValueError as exc:
         # This upstream's API cannot express the request (e.g. `n` > 1 for Anthropic);
         # another endpoint may, so it counts as a retryable attempt failure.
@@ -97,12 +100,19 @@ def _build(target: Target, body: dict[str, Any], stream: bool, operation: str) -
 
 
 def _build_request(
-    target: Target, body: dict[str, Any], stream: bool, operation: str
-) -> httpx.Request:
+    target: Target, body: dict[str, Any], stream: bool, operation: str,
+    native: NativeRequest | None,
+) -> httpx.Request:  # fmt: skip
     ep = target.endpoint
     if operation == "embeddings":
         headers, content = openai.build_embeddings_request(body, ep.upstream_model, target.api_key)
         url = f"{target.base_url}/embeddings"
+    elif _is_native(target, native):
+        assert native is not None
+        headers, content = anthropic_native.build_request(
+            native, ep.upstream_model, target.api_key, stream=stream
+        )
+        url = f"{target.base_url}/messages"
     elif target.api_style == "anthropic":
         headers, content = anthropic.build_request(
             body, ep.upstream_model, target.api_key, stream=stream
@@ -115,6 +125,11 @@ def _build_request(
         url = f"{target.base_url}/chat/completions"
     headers["accept-encoding"] = "identity"
     return httpx.Request("POST", url, headers=headers, content=content)
+
+
+def _is_native(target: Target, native: NativeRequest | None) -> bool:
+    """Whether this attempt sends the client's Messages request as it is (R-API-9)."""
+    return native is not None and target.api_style == "anthropic"
 
 
 async def _send(
@@ -200,10 +215,12 @@ def _error_in_body(data: bytes) -> tuple[str, str, object] | None:
 
 
 async def call_once(
-    client: httpx.AsyncClient, target: Target, body: dict[str, Any], operation: str, ids: dict
-) -> dict[str, Any]:
-    """One non-streaming attempt -> OpenAI-shaped response dict, or AttemptFailed."""
-    response = await _send(client, _build(target, body, False, operation), target)
+    client: httpx.AsyncClient, target: Target, body: dict[str, Any], operation: str, ids: dict,
+    native: NativeRequest | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:  # fmt: skip
+    """One non-streaming attempt -> (the answer as a chat completion, the upstream's own
+    message when called natively), or AttemptFailed."""
+    response = await _send(client, _build(target, body, False, operation, native), target)
     if response.status_code != 200:
         raise await _fail_from_status(response, target)
     try:
@@ -220,28 +237,34 @@ async def call_once(
         raise _in_band_failure(target, *in_band, where="in a 200 answer")
     slug = target.endpoint.model
     try:
+        if _is_native(target, native):
+            return anthropic_native.parse_message(data, model=slug, **ids)
         if target.api_style == "anthropic" and operation != "embeddings":
-            return anthropic.parse_response(data, model=slug, **ids)
-        return openai.parse_response(data, model=slug)
+            return anthropic.parse_response(data, model=slug, **ids), None
+        return openai.parse_response(data, model=slug), None
     except (ValueError, KeyError, TypeError):
         raise AttemptFailed("malformed", "upstream sent a malformed response") from None
 
 
 async def open_stream(
     client: httpx.AsyncClient, target: Target, body: dict[str, Any], ids: dict,
-    deadline_at: float,
+    deadline_at: float, native: NativeRequest | None = None,
 ) -> Opened:  # fmt: skip
     """Start a streaming attempt and read until its first content frame (the commit check):
     an error, a malformed frame or an early end before that is still a failed attempt.
     However it ends short of that — a failure, the deadline, the client hanging up (a
     cancellation) — the upstream response is closed before this returns or raises."""
     started = time.perf_counter()
-    response = await _send(client, _build(target, body, True, "chat"), target)
+    response = await _send(client, _build(target, body, True, "chat", native), target)
     if response.status_code != 200:
         raise await _fail_from_status(response, target)
     ep = target.endpoint
-    if target.api_style == "anthropic":
-        translator: Any = anthropic.StreamTranslator(model=ep.model, **ids)
+    if _is_native(target, native):
+        assert native is not None
+        translator: Any = anthropic_native.NativeStream(message_id=native.message_id,
+                                                        model=ep.model)  # fmt: skip
+    elif target.api_style == "anthropic":
+        translator = anthropic.StreamTranslator(model=ep.model, **ids)
     else:
         translator = openai.StreamTranslator(model=ep.model, upstream_model=ep.upstream_model)
     buffered: list[bytes] = []
@@ -294,16 +317,18 @@ async def execute(
     ids: dict,
     deadline_at: float,
     observer: AttemptObserver | None = None,
+    native: NativeRequest | None = None,
 ) -> Outcome:
     """Try targets in order until one succeeds or a failure is final, all before
     `deadline_at` (event-loop time: the request's total deadline, SPEC R-EXE-8). An attempt
-    counts as in flight until its response (non-stream) or its first token (stream)."""
+    counts as in flight until its response (non-stream) or its first token (stream).
+    `native`: a Messages request, sent as it is to Anthropic-style upstreams."""
     outcome = Outcome()
     try:
         async with asyncio.timeout_at(deadline_at):
             for target in targets:
                 failure = await _attempt(client, target, body, operation, stream, ids, outcome,
-                                         observer, deadline_at)  # fmt: skip
+                                         observer, deadline_at, native)  # fmt: skip
                 if failure is None or not failure.retryable:
                     return outcome
     except TimeoutError:
@@ -322,6 +347,7 @@ async def _attempt(
     outcome: Outcome,
     observer: AttemptObserver | None,
     deadline_at: float,
+    native: NativeRequest | None,
 ) -> AttemptFailed | None:
     """One attempt, recorded in `outcome`; returns its failure, or None on success. The
     observer hears the end however the attempt ends (failure, deadline, cancellation)."""
@@ -335,10 +361,12 @@ async def _attempt(
         if not target.api_key:
             raise AttemptFailed("no_credential", "no credential for this provider")
         if stream:
-            outcome.opened = await open_stream(client, target, body, ids, deadline_at)
+            outcome.opened = await open_stream(client, target, body, ids, deadline_at, native)
             outcome.ttfb_ms = outcome.opened.ttfb_ms
         else:
-            outcome.response = await call_once(client, target, body, operation, ids)
+            outcome.response, outcome.message = await call_once(
+                client, target, body, operation, ids, native
+            )
     except AttemptFailed as failure:
         outcome.attempts.append(
             Attempt(

@@ -13,6 +13,7 @@ from typing import Any
 
 import anthropic
 import anthropic.types
+import httpx
 import httpx2
 import orjson
 import pydantic
@@ -34,12 +35,15 @@ from gateway.api.messages_request import (
     without_anthropic_extras,
 )
 from gateway.api.messages_response import error_body, to_message
-from gateway.api.messages_stream import MessagesStream, translate
+from gateway.api.messages_stream import relay_messages
 from gateway.request_path.parse import validate_chat
+from gateway.upstream.execute import Opened, Target
+from gateway.upstream.providers import openai
 from gateway.upstream.streaming import DONE_FRAME, SSEParser, frame_json
 from routing.engine.affinity.sessions import detect_session
 from routing.engine.tiers.choose import classify, tier_config
 from routing.engine.tiers.pins import HARD
+from tests.routing.builders import make_endpoint
 
 MODEL = "claude-sonnet-4-5"
 ANSWERING_MODEL = "openai/gpt-5"
@@ -50,6 +54,9 @@ EPHEMERAL = {"type": "ephemeral"}
 HI = {"role": "user", "content": "hi"}
 ABSENT = object()  # an expected chat field that must not be there
 EVENTS = pydantic.TypeAdapter(anthropic.types.RawMessageStreamEvent)
+# The OpenAI-style endpoint a relayed stream comes from (only its model and timeouts are read).
+RELAYED_BY = Target(make_endpoint(model=ANSWERING_MODEL), "http://upstream.test", "openai",
+                    "sk-test-5f0e9c2a7b1d4e38", 1.0, 1.0, 5.0)  # fmt: skip
 TIERS = tier_config({"aliases": {"auto": {"easy": "small", "hard": "big"}}})
 
 
@@ -719,12 +726,12 @@ def chunk(delta: dict[str, Any] | None = None, finish_reason: str | None = None,
 
 
 def tail(usage: dict[str, Any] | None = USAGE) -> list[bytes]:
-    """What the chat relay ends with: the upstream's usage chunk (OpenAI's include_usage,
-    our Anthropic adapter's message_stop), the switchyard chunk, [DONE]."""
+    """How an OpenAI-style upstream's stream ends: its usage chunk (include_usage), then
+    [DONE]."""
     head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
             "model": ANSWERING_MODEL, "choices": []}  # fmt: skip
     frames = [frame_json({**head, "usage": usage})] if usage else []
-    return [*frames, frame_json({**head, "switchyard": {"trace_id": "t"}}), DONE_FRAME]
+    return [*frames, DONE_FRAME]
 
 
 def text_chunks(*pieces: str) -> list[bytes]:
@@ -741,15 +748,29 @@ def call_chunks(index: int, call_id: str, name: str, *fragments: str) -> list[by
 
 def run(frames: list[bytes], *, split: Callable[[bytes], list[bytes]] | None = None,
         input_tokens: int = 0) -> bytes:  # fmt: skip
-    async def source() -> AsyncIterator[bytes]:
-        data = b"".join(frames)
-        for piece in split(data) if split else frames:
+    """What a Messages client gets when an OpenAI-style upstream sends `frames` (cut on the
+    wire by `split`): the executor's commit check (its chat translator read up to the first
+    content), then the Messages relay (`relay_messages` over the executor's `relay`)."""
+    data = b"".join(frames)
+    pieces = iter(split(data) if split else frames)
+    chat = openai.StreamTranslator(model=ANSWERING_MODEL, upstream_model=ANSWERING_MODEL)
+    buffered: list[bytes] = []
+    for piece in pieces:
+        buffered.extend(chat.feed(piece))
+        if chat.emitted_content or chat.error:
+            break
+
+    async def rest() -> AsyncIterator[bytes]:
+        for piece in pieces:
             yield piece
 
     async def collect() -> bytes:
-        stream = MessagesStream(message_id=MESSAGE_ID, model=ANSWERING_MODEL,
-                                input_tokens=input_tokens)  # fmt: skip
-        return b"".join([piece async for piece in translate(source(), stream)])
+        loop = asyncio.get_running_loop()
+        opened = Opened(RELAYED_BY, httpx.Response(200), chat, rest(), buffered, 0.0, 0,
+                        deadline_at=loop.time() + 60)  # fmt: skip
+        frames = relay_messages(opened, message_id=MESSAGE_ID, input_tokens=input_tokens,
+                                on_end=lambda _opened, _error: None)  # fmt: skip
+        return b"".join([piece async for piece in frames])
 
     return asyncio.run(collect())
 

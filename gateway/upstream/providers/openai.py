@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from gateway.upstream.streaming import SSEParser
+from gateway.upstream.streaming import SSEEvent, SSEParser
 
 # Switchyard and OpenRouter-style fields that upstreams do not know.
 GATEWAY_FIELDS = frozenset(
@@ -121,6 +121,17 @@ class StreamTranslator:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         frames: list[bytes] = []
+        for event in self.accept(chunk):
+            raw = event.raw
+            for old, new in self._rewrites:
+                raw = raw.replace(old, new)
+            frames.append(raw)
+        return frames
+
+    def accept(self, chunk: bytes) -> list[SSEEvent]:
+        """The upstream's events to forward, as parsed (for a client that gets them in
+        another API's shape), with this translator's state updated as `feed`'s is."""
+        accepted: list[SSEEvent] = []
         for event in self._parser.feed(chunk):
             if event.is_done:
                 self.finished = True
@@ -131,15 +142,12 @@ class StreamTranslator:
                 continue
             if (b'"error"' in data or b'"usage"' in data) and self._inspect(data):
                 continue
-            raw = event.raw
-            for old, new in self._rewrites:
-                raw = raw.replace(old, new)
-            frames.append(raw)
+            accepted.append(event)
             self.streamed_chars += _text_length(data)
             if not self.emitted_content:
                 self._remember_ids(data)
             self.emitted_content = True
-        return frames
+        return accepted
 
     def _remember_ids(self, data: bytes) -> None:
         try:
