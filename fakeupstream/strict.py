@@ -187,7 +187,38 @@ def _messages_body(body: Any) -> None:
     names = _tools(body)
     _tool_choice(body, names)
     _thinking(body, max_tokens)
-    _conversation(_get(body, "messages", (), "array", required=True), has_tools=bool(names))
+    messages = _get(body, "messages", (), "array", required=True)
+    _conversation(messages, has_tools=bool(names))
+    _thinking_kept(body, messages)
+
+
+def _thinking_kept(body: Mapping[str, Any], messages: list[Any]) -> None:
+    """Mid tool loop (the last turn returns tool results) with thinking on, the assistant
+    turn that called the tools must start with its thinking block, sent back as it came:
+    what a gateway that translates through chat loses (Anthropic's extended-thinking docs,
+    "preserving thinking blocks")."""
+    if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
+        return
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    if (
+        last.get("role") != "user"
+        or not isinstance(content, list)
+        or not any(
+            isinstance(block, Mapping) and block.get("type") == "tool_result" for block in content
+        )
+    ):
+        return
+    index = len(messages) - 2
+    blocks = messages[index].get("content") if index >= 0 else None
+    first = blocks[0].get("type") if isinstance(blocks, list) and blocks else "text"
+    if first not in ("thinking", "redacted_thinking"):
+        _fail(("messages", index, "content", 0, "type"),
+              f"Expected `thinking` or `redacted_thinking`, but found `{first}`. When "
+              "`thinking` is enabled, a final `assistant` message must start with a thinking "
+              "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+              "recommend you include thinking blocks from previous turns. To avoid this "
+              "requirement, disable `thinking`.")  # fmt: skip
 
 
 def _count_tokens_body(body: Any) -> None:

@@ -226,6 +226,20 @@ def refusal_of(check: Any, body: dict[str, Any]) -> str:
             {"thinking": {"type": "enabled", "budget_tokens": 100}, "max_tokens": 2048},
             "thinking.budget_tokens: Input should be greater than or equal to 1024",
         ),
+        (
+            "a tool loop with thinking whose calling turn lost its thinking block",
+            {
+                "tools": [WEATHER],
+                "max_tokens": 2048,
+                "thinking": {"type": "enabled", "budget_tokens": 1024},
+                "messages": turns(
+                    "hi", [{"type": "text", "text": "Checking."}, TOOL_USE], [TOOL_RESULT]
+                ),
+            },
+            "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+            "`text`. When `thinking` is enabled, a final `assistant` message must start with a "
+            "thinking block",
+        ),
     ],
 )
 def test_messages_bodies_the_api_refuses_are_refused_naming_the_field(_case, extra, message):
@@ -235,6 +249,16 @@ def test_messages_bodies_the_api_refuses_are_refused_naming_the_field(_case, ext
     refusal = refusal_of(check_messages, body)
     # then
     assert refusal.startswith(message)
+
+
+def test_a_tool_loop_with_thinking_passes_with_its_thinking_block_kept():
+    # given the calling turn sent back as it came, signed thinking first
+    thought = {"type": "thinking", "thinking": "Look it up.", "signature": "EqQBCkYI"}
+    body = message_body(tools=[WEATHER], max_tokens=2048,
+                        thinking={"type": "enabled", "budget_tokens": 1024},
+                        messages=turns("hi", [thought, TOOL_USE], [TOOL_RESULT]))  # fmt: skip
+    # when / then
+    check_messages(body)
 
 
 def test_a_full_messages_body_passes():
