@@ -1,4 +1,6 @@
-"""OpenAI-shaped errors: `{"error": {"message", "type", "code", "param"}}` (SPEC R-API-3).
+"""OpenAI-shaped errors: `{"error": {"message", "type", "code", "param"}}` (SPEC R-API-3),
+and the same errors in Anthropic's envelope for its Messages API (`render_anthropic_error`,
+R-API-9).
 
 Every error a user can cause is raised as `ApiError` and rendered here; nothing renders
 an HTML page or a stack trace on the /v1 path.
@@ -30,6 +32,27 @@ ERROR_TYPES = {
     504: "upstream_error",
 }
 
+# Anthropic's error types by status (its errors page, and the SDK's ErrorObject union).
+# 409 is Switchyard's "no endpoint satisfies the policy": invalid_request_error, which
+# Anthropic uses for unlisted 4xx, since conflict_error promises a concurrent change that
+# a retry resolves. 502 (an upstream answered badly or broke) is api_error, Anthropic's
+# own server failure; 503 (every endpoint over capacity, with Retry-After) is
+# overloaded_error, which clients back off and retry; 504 is the SDK's timeout_error.
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",  # a budget exhausted (Switchyard's insufficient_quota)
+    403: "permission_error",
+    404: "not_found_error",
+    409: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
 
 # Errors that a retry of the same request cannot change: the official SDKs honour
 # `x-should-retry: false` and stop retrying them (they retry a 409 three times otherwise).
@@ -75,6 +98,28 @@ def invalid(message: str, param: str | None = None, code: str = "invalid_request
 def render_error(error: ApiError) -> HttpResponse:
     response = HttpResponse(
         orjson.dumps(error.body()), status=error.status, content_type="application/json"
+    )
+    if error.status in FINAL_STATUSES:
+        response["x-should-retry"] = "false"
+    for name, value in error.headers.items():
+        response[name] = value
+    return response
+
+
+def anthropic_error_body(status: int, message: str) -> dict[str, Any]:
+    """Anthropic's error envelope for a response of `status`."""
+    fallback = "invalid_request_error" if 400 <= status < 500 else "api_error"
+    kind = ANTHROPIC_ERROR_TYPES.get(status, fallback)
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def render_anthropic_error(error: ApiError) -> HttpResponse:
+    """The error in Anthropic's envelope (`{"type": "error", "error": {type, message}}`),
+    with the status, `Retry-After` and `x-should-retry` of the OpenAI-shaped one."""
+    response = HttpResponse(
+        orjson.dumps(anthropic_error_body(error.status, error.message)),
+        status=error.status,
+        content_type="application/json",
     )
     if error.status in FINAL_STATUSES:
         response["x-should-retry"] = "false"

@@ -21,8 +21,7 @@ from asgiref.sync import iscoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
 
-from gateway.api.messages import render_anthropic_error
-from gateway.errors import ApiError, render_error
+from gateway.errors import ApiError, render_anthropic_error, render_error
 from gateway.ids import new_request_id
 
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")

@@ -15,8 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-from django.http import HttpResponse, HttpResponseBase
+from django.http import HttpResponseBase
 
 from gateway.api.chat import stream_recorder
 from gateway.api.messages_request import (
@@ -24,10 +23,10 @@ from gateway.api.messages_request import (
     to_chat_body,
     without_anthropic_extras,
 )
-from gateway.api.messages_response import error_body, to_message
+from gateway.api.messages_response import to_message
 from gateway.api.messages_stream import relay_messages
 from gateway.api.wire import StreamFrames, json_response, sse_response
-from gateway.errors import FINAL_STATUSES, ApiError, invalid
+from gateway.errors import invalid, render_anthropic_error
 from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.parse import validate_chat
 from gateway.request_path.record import switchyard_block
@@ -93,21 +92,6 @@ def _stream_frames(served: Served, opened: Opened, finish: Finish) -> StreamFram
         on_end=on_end,
     )
     return StreamFrames(frames, opened, on_end)
-
-
-def render_anthropic_error(error: ApiError) -> HttpResponse:
-    """The error in Anthropic's envelope (`{"type": "error", "error": {type, message}}`),
-    with the status, `Retry-After` and `x-should-retry` of the OpenAI-shaped one."""
-    response = HttpResponse(
-        orjson.dumps(error_body(error.status, error.message)),
-        status=error.status,
-        content_type="application/json",
-    )
-    if error.status in FINAL_STATUSES:
-        response["x-should-retry"] = "false"
-    for name, value in error.headers.items():
-        response[name] = value
-    return response
 
 
 MESSAGES = Operation(

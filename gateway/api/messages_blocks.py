@@ -4,9 +4,10 @@ string system prompt or a list of text blocks becomes one leading system message
 turn's `tool_result` blocks become chat `tool` messages (chat wants them right after the
 assistant's `tool_calls`), its text and image blocks one user message after them; an
 assistant turn's text and `tool_use` blocks become one assistant message with `tool_calls`.
-`cache_control` stays on the chat content part it was on, where an Anthropic upstream can
-find it. Everything refused names the Anthropic path (`messages[2].content[0].source`): the
-client only knows the request it sent. Pure: no Django, no I/O.
+`cache_control` is checked and stays on the chat content part it was on (an Anthropic
+upstream gets the client's own blocks, gateway/api/messages.py). Everything refused names
+the Anthropic path (`messages[2].content[0].source`): the client only knows the request it
+sent. Pure: no Django, no I/O.
 """
 
 from __future__ import annotations

@@ -4,9 +4,12 @@ becomes of each top-level field is decided in one table, `FIELDS`, as the Anthro
 upstream adapter (`gateway.upstream.providers.anthropic`) decides the other way round;
 content blocks are `gateway.api.messages_blocks`, tools `gateway.api.messages_tools`.
 Fields only an Anthropic upstream reads (`thinking`, `top_k`, `cache_control` on content
-parts and tools) travel as extra chat fields, and `without_anthropic_extras` removes them
-for an OpenAI-style upstream. Every refusal is a `MessagesRequestError` naming the
-Anthropic field, raised before any upstream call. Pure: no Django, no I/O.
+parts and tools) are checked and kept as extra chat fields, and `without_anthropic_extras`
+removes them from the body that is routed and sent to OpenAI-style upstreams; an
+Anthropic-style upstream gets the client's own request instead
+(gateway/upstream/providers/anthropic_native.py). Every refusal is a
+`MessagesRequestError` naming the Anthropic field, raised before any upstream call. Pure:
+no Django, no I/O.
 """
 
 from __future__ import annotations

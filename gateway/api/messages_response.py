@@ -1,10 +1,10 @@
-"""A chat completion as the Anthropic Messages API's `message` object (`to_message`), a
-Switchyard error as Anthropic's error body (`error_body`), and the vocabulary both they and
-the stream (`gateway.api.messages_stream`) use: stop reasons, usage, tool_use ids. The
-answer's text comes first as one text block, then each tool call as a `tool_use` block,
-the order Claude answers in. Reasoning text some chat upstreams add (`reasoning_content`)
-is not shown: an Anthropic thinking block must carry a signature only Anthropic can make,
-and clients send thinking back, where it is dropped anyway. Pure: no Django, no I/O.
+"""A chat completion as the Anthropic Messages API's `message` object (`to_message`), and
+the vocabulary it and the stream (`gateway.api.messages_stream`) use: stop reasons, usage,
+tool_use ids. The answer's text comes first as one text block, then each tool call as a
+`tool_use` block, the order Claude answers in. Reasoning text some chat upstreams add
+(`reasoning_content`) is not shown: an Anthropic thinking block must carry a signature
+only Anthropic can make, and clients send thinking back, where it is dropped anyway. (Its
+error envelope is gateway/errors.py's `render_anthropic_error`.) Pure: no Django, no I/O.
 """
 
 from __future__ import annotations
@@ -25,38 +25,10 @@ STOP_REASONS = {
     "function_call": "tool_use",  # the deprecated single-function form
     "content_filter": "refusal",
 }
-# Anthropic's error types by status (its errors page, and the SDK's ErrorObject union).
-# 409 is Switchyard's "no endpoint satisfies the policy": invalid_request_error, which
-# Anthropic uses for unlisted 4xx, since conflict_error promises a concurrent change that
-# a retry resolves. 502 (an upstream answered badly or broke) is api_error, Anthropic's
-# own server failure; 503 (every endpoint over capacity, with Retry-After) is
-# overloaded_error, which clients back off and retry; 504 is the SDK's timeout_error.
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",  # a budget exhausted (Switchyard's insufficient_quota)
-    403: "permission_error",
-    404: "not_found_error",
-    409: "invalid_request_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    502: "api_error",
-    503: "overloaded_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
 # Anthropic refuses tool_use ids outside these characters, and the client sends the ids
 # back in its next request, which may be routed to Anthropic. Chat upstreams are freer
 # (Kimi's `functions.Bash:0`).
 _UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-def error_body(status: int, message: str) -> JSONObject:
-    """Anthropic's error envelope for a response of `status`."""
-    fallback = "invalid_request_error" if 400 <= status < 500 else "api_error"
-    return {"type": "error", "error": {"type": ERROR_TYPES.get(status, fallback),
-                                       "message": message}}  # fmt: skip
 
 
 def to_message(chat: Mapping[str, Any], *, message_id: str, requested_model: str) -> JSONObject:

@@ -22,8 +22,8 @@ from django.views.decorators.http import require_GET
 from gateway.api.messages import FACT_HEADERS
 from gateway.api.messages_blocks import DROPPED_BLOCKS
 from gateway.api.messages_count import ENDPOINT_HEADERS, ESTIMATED, TOKEN_COUNT_HEADER, UPSTREAM
-from gateway.api.messages_response import ERROR_TYPES as ANTHROPIC_ERROR_TYPES
 from gateway.api.messages_response import STOP_REASONS
+from gateway.errors import ANTHROPIC_ERROR_TYPES
 from gateway.request_path.params import MAX_STOP_SEQUENCES
 from gateway.request_path.parse import CHAT_ROLES
 from gateway.upstream.providers.anthropic import MIN_THINKING_BUDGET
@@ -535,7 +535,7 @@ ERRORS: Schema = {
     "5XX": {"description": "every upstream attempt failed", "content": _json(ref("Error"))},
 }
 # The Messages paths answer the chat path's statuses in Anthropic's envelope, typed by
-# status (messages_response.ERROR_TYPES).
+# status (gateway.errors.ANTHROPIC_ERROR_TYPES).
 ANTHROPIC_ERRORS: Schema = {
     **{str(status): {"description": f"`{kind}`; nothing was charged",
                      "content": _json(ref("AnthropicError"))}

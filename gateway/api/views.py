@@ -25,12 +25,12 @@ from audit.models import RequestTrace
 from gateway.api.chat import CHAT
 from gateway.api.embeddings import EMBEDDINGS
 from gateway.api.explain import EXPLAIN
-from gateway.api.messages import MESSAGES, anthropic_model_list, render_anthropic_error
+from gateway.api.messages import MESSAGES, anthropic_model_list
 from gateway.api.messages_count import count_message_tokens, render_count
 from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
-from gateway.errors import ApiError, invalid, render_error
+from gateway.errors import ApiError, invalid, render_anthropic_error, render_error
 from gateway.request_path.authenticate import authenticate, authenticate_key, presented_key
 from gateway.request_path.parse import read_json
 from gateway.request_path.serve import serve

@@ -34,8 +34,9 @@ from gateway.api.messages_request import (
     to_chat_body,
     without_anthropic_extras,
 )
-from gateway.api.messages_response import error_body, to_message
+from gateway.api.messages_response import to_message
 from gateway.api.messages_stream import relay_messages
+from gateway.errors import anthropic_error_body
 from gateway.request_path.parse import validate_chat
 from gateway.upstream.execute import Opened, Target
 from gateway.upstream.providers import openai
@@ -635,7 +636,7 @@ def test_r_api_9_message_names_the_requested_model_when_the_completion_does_not(
 )
 def test_r_api_9_errors_have_anthropic_types_by_status(status, error_type, sdk_error):
     # given
-    body = error_body(status, "went wrong")
+    body = anthropic_error_body(status, "went wrong")
     client = sdk_client(lambda _request: httpx2.Response(status, json=body))
     # when
     with pytest.raises(sdk_error) as raised:

@@ -26,8 +26,9 @@ from jsonschema import Draft202012Validator
 from gateway.api import messages_blocks, messages_request, messages_tools, views
 from gateway.api.messages import FACT_HEADERS, anthropic_model_list, render_anthropic_error
 from gateway.api.messages_request import FIELDS, MessagesRequestError, to_chat_body
-from gateway.api.messages_response import ERROR_TYPES, STOP_REASONS, stop_reason_for, to_message
+from gateway.api.messages_response import STOP_REASONS, stop_reason_for, to_message
 from gateway.api.openapi import SCHEMA
+from gateway.errors import ANTHROPIC_ERROR_TYPES as ERROR_TYPES
 from gateway.errors import ERROR_TYPES as CHAT_ERROR_TYPES
 from gateway.errors import ApiError
 from gateway.request_path.authenticate import presented_key
