@@ -421,8 +421,8 @@ async def relay(
     error: str | None = None
     completed = False
     try:
-        for frame in opened.buffered:
-            yield frame
+        if opened.buffered:  # one write for what the commit check read (a Messages stream's
+            yield b"".join(opened.buffered)  # opening events come with it)
         while not translator.finished:
             left_s = opened.deadline_at - loop.time()
             if left_s <= 0:
