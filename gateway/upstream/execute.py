@@ -421,8 +421,8 @@ async def relay(
     error: str | None = None
     completed = False
     try:
-        if opened.buffered:  # one write for what the commit check read (a Messages stream's
-            yield b"".join(opened.buffered)  # opening events come with it)
+        if opened.buffered:  # one write for what the commit check read (with a Messages
+            yield b"".join(opened.buffered)  # stream's opening events)
         while not translator.finished:
             left_s = opened.deadline_at - loop.time()
             if left_s <= 0:
@@ -447,8 +447,11 @@ async def relay(
             if translator.error:
                 error = opened.target.safe(translator.error[1] or translator.error[0])
                 break
-        for frame in tail(opened, error):
-            yield frame
+        # One write: the client's end of the answer (`[DONE]`, `message_stop`) is in it,
+        # and each write is an event-loop turn of the server's.
+        ending = tail(opened, error)
+        if ending:
+            yield b"".join(ending)
         completed = True
     finally:
         if not completed and error is None:
