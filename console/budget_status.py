@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from console.route_watch import attached_keys
 from gateway.admission.budget_store import CounterState
 from gateway.admission.budgets import counter_name, key_scope, workspace_scope
 from gateway.admission.limits import LimitUse
@@ -32,7 +31,7 @@ from gateway.state import admission_state
 from presets.budget_serializers import is_limiting
 from presets.budget_views import configured_budgets, read_counters, read_limit_usage
 from presets.catalog import catalog_names
-from presets.models import Route
+from presets.models import KeySettings, Route
 from routing.engine.routes import BudgetNode, RateLimitNode, RouteInvalid, parse_route
 from routing.engine.routes.periods import period_bounds
 from workspaces.budget_models import BudgetAlert, RateLimit
@@ -212,7 +211,8 @@ def _route_nodes(workspace: Workspace, now: float) -> tuple[list[BudgetLine], li
                   .select_related("deployed").order_by("slug"))  # fmt: skip
     if not routes:
         return [], []
-    catalog, attached = catalog_names(), attached_keys(workspace)
+    catalog = catalog_names()
+    attached = KeySettings.objects.filter(workspace=workspace).names_by_route()
     budgets: list[BudgetLine] = []
     rates: list[RateNodeLine] = []
     for row in routes:

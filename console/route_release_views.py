@@ -24,9 +24,8 @@ from console.access import Access, access
 from console.route_diagram import layout_route
 from console.route_sides import marks, side_by_side
 from console.route_views import REPLAY_WINDOWS, graph_of, route_of
-from console.route_watch import attached_keys
 from gateway.replay import parse_duration, replay_route
-from presets.models import Route, RouteVersion
+from presets.models import KeySettings, Route, RouteVersion
 from presets.services import RouteError, deploy_route, rollback_route
 from routing.engine.routes import RouteInvalid
 from workspaces.permissions import Action
@@ -79,9 +78,9 @@ def _release_page(
     target = _version(found, number)
     if target is None and kind == "deploy":
         target = found.versions.order_by("-number").first()
+    attached = KeySettings.objects.filter(workspace=seen.workspace).names_by_route()
     context = {"access": seen, "section": "routes", "route": found, "kind": kind,
-               "target": target, "problem": problem,
-               "keys": attached_keys(seen.workspace).get(found.slug, []),
+               "target": target, "problem": problem, "keys": attached.get(found.slug, []),
                "earlier": found.versions.exclude(pk=found.deployed_id).order_by("-number"),
                **_comparison(found.deployed, target)}  # fmt: skip
     status = 400 if problem else 200

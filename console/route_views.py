@@ -31,14 +31,13 @@ from console.route_text import (
     route_text,
 )
 from console.route_watch import (
-    attached_keys,
     guard_history,
     guard_panel,
     node_traffic,
     version_status,
 )
 from presets.catalog import catalog_names
-from presets.models import Route, RouteVersion
+from presets.models import KeySettings, Route, RouteVersion
 from presets.services import MAX_MESSAGE_CHARS, save_route
 from routing.engine.routes import Route as RouteGraph
 from routing.engine.routes import RouteInvalid, parse_route
@@ -79,7 +78,7 @@ def routes(request: HttpRequest, ws: str) -> HttpResponse:
     rows = Route.objects.filter(workspace=seen.workspace).select_related("deployed")
     rows = list(rows.annotate(newest=Max("versions__number")).order_by("slug"))
     traffic = node_traffic(seen.workspace, time.time(), [route.slug for route in rows])
-    keys = attached_keys(seen.workspace)
+    keys = KeySettings.objects.filter(workspace=seen.workspace).names_by_route()
     listed = [
         {"route": route, "keys": keys.get(route.slug, []),
          "guard": (route.deployed.content.get("rollout_guard") if route.deployed else None),
@@ -137,11 +136,12 @@ def _studio(seen: Access, found: Route, asked: str) -> dict[str, Any]:
         if shown else {}  # fmt: skip
     deployed_graph = graph if shown is deployed else graph_of(deployed)[0]
     guard = deployed_graph.rollout_guard if deployed_graph else None
+    attached = KeySettings.objects.filter(workspace=seen.workspace).names_by_route()
     return {
         "versions": [(v, version_status(v, deployed)) for v in versions],
         "shown": shown, "graph_problems": graph_problems,
         "diagram": layout_route(graph, traffic=counts) if graph else None,
-        "keys": attached_keys(seen.workspace).get(found.slug, []),
+        "keys": attached.get(found.slug, []),
         "guard": guard_panel(found, guard, now), "guard_history": guard_history(found),
         "replay_windows": REPLAY_WINDOWS,
         "newest": versions[0] if versions else None,

@@ -1,7 +1,8 @@
 """What the route studio shows of a route at work (SPEC R-ROUTE-1, R-BEY-4): how the last
-hour's requests ended across its nodes, which keys it routes, and the rollout guard's live
-comparison and history. Reads only; each function is one or two bounded queries over the
-trace index (route, route_version, route_node, created_at) or the audit log.
+hour's requests ended across its nodes, and the rollout guard's live comparison and
+history. Which keys attach a route is `KeySettings.objects.names_by_route()`, which replay
+shares. Reads only; each function is one or two bounded queries over the trace index
+(route, route_version, route_node, created_at) or the audit log.
 
 The guard panel compares with the guard's own `window_stats` and `guard_verdict`, so the
 numbers a person reads are the ones the next guard pass will act on.
@@ -18,7 +19,7 @@ from django.db.models import Count
 
 from audit.models import AdminEvent, RequestTrace
 from gateway.rollout_guard import window_stats
-from presets.models import KeySettings, Route, RouteVersion
+from presets.models import Route, RouteVersion
 from routing.engine.routes import GuardVerdict, RolloutGuard, guard_verdict
 from workspaces.models import Workspace
 
@@ -51,17 +52,6 @@ def node_traffic(
               for node, n in sorted(nodes, key=lambda row: (-row[1], row[0]))]
         for key, nodes in found.items()
     }  # fmt: skip
-
-
-def attached_keys(workspace: Workspace) -> dict[str, list[str]]:
-    """{route slug: the key names whose settings attach it, by name} (D-23)."""
-    found: dict[str, list[str]] = {}
-    for name, routes in KeySettings.objects.filter(workspace=workspace).values_list(
-        "name", "routes"
-    ):
-        for slug in routes or ():
-            found.setdefault(slug, []).append(name)
-    return {slug: sorted(names) for slug, names in found.items()}
 
 
 def version_status(version: RouteVersion, deployed: RouteVersion | None) -> str:

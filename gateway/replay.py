@@ -133,8 +133,8 @@ def replay_route(
 
 
 def _traces(route: Route, since: float) -> Iterable[RequestTrace]:
-    names = [s.name for s in KeySettings.objects.filter(workspace=route.workspace_id)
-             if route.slug in s.routes]  # fmt: skip
+    attached = KeySettings.objects.filter(workspace=route.workspace_id).names_by_route()
+    names = attached.get(route.slug, [])
     rows = RequestTrace.objects.filter(
         workspace_id=route.workspace_id,
         api_key__name__in=names,

@@ -36,6 +36,18 @@ class Preset(models.Model):
         return f"{self.workspace}/{self.slug}"
 
 
+class KeySettingsQuerySet(models.QuerySet["KeySettings"]):
+    def names_by_route(self) -> dict[str, list[str]]:
+        """{route slug: the names of these settings that attach the route, sorted} (D-23).
+        The console's route and budget pages and replay all ask this. `routes` is read in
+        Python: a JSON containment lookup is not available on SQLite."""
+        found: dict[str, list[str]] = {}
+        for name, routes in self.values_list("name", "routes"):
+            for slug in routes or ():
+                found.setdefault(slug, []).append(name)
+        return {slug: sorted(names) for slug, names in found.items()}
+
+
 class KeySettings(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="key_settings")
     name = models.CharField(max_length=100)  # the ApiKey.name these apply to
@@ -45,6 +57,8 @@ class KeySettings(models.Model):
     preset = models.ForeignKey(Preset, null=True, blank=True, on_delete=models.PROTECT)
     routes = models.JSONField(default=list, blank=True)  # route slugs, tried in order (D-23)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = KeySettingsQuerySet.as_manager()
 
     class Meta:
         verbose_name_plural = "key settings"
