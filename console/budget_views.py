@@ -6,12 +6,13 @@ Each write asks the one predicate for `edit` first, then validates the form with
 management API's serializers (presets/budget_serializers.py: `apply`'s rules), so a
 problem reads exactly as the API's 400 says it; a bad form is a 400 re-rendering the page
 with that message and writes nothing. Valid values go through
-`workspaces.budget_services` (atomic, audited) and the page redirects with a message."""
+`workspaces.budget_services` (atomic, audited) and the page redirects with a message: the
+shape console/form_writes.py gives every console form write."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.contrib import messages
@@ -19,15 +20,14 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import ValidationError
 
 from console.access import Access, access
 from console.budget_status import budget_page
+from console.form_writes import validated, write_form
 from console.workspace_config import comma_list, form_number
 from gateway.config.budgets import BUDGET_PERIODS
 from presets.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
 from workspaces import budget_services
-from workspaces.api import invalid_request
 from workspaces.budget_models import Budget
 from workspaces.models import ApiKey
 from workspaces.permissions import Action
@@ -73,11 +73,6 @@ def _limits_body(post: QueryDict) -> dict[str, Any]:
     return body
 
 
-def _message(error: ValidationError) -> str:
-    """Every problem as `path: message`, joined as the management API's 400 says them."""
-    return str(invalid_request(error).detail)
-
-
 def _scope(key_name: str) -> str:
     return f"key {key_name}" if key_name else "the workspace"
 
@@ -86,24 +81,25 @@ def _typed(post: QueryDict, fields: tuple[str, ...]) -> dict[str, str]:
     return {field: post.get(field, "") for field in fields}
 
 
+def _set_budget(request: HttpRequest, seen: Access) -> str:
+    body = validated(BudgetBodySerializer(data=_budget_body(request.POST)))
+    key_name, values = body["key_name"], body["budget"]
+    saved = budget_services.set_budget(seen.workspace, key_name, values,
+                                       actor=request.user.get_username())  # fmt: skip
+    done = "created" if saved.created else "saved"
+    return f"The {values.period} budget of {_scope(key_name)} {done}."
+
+
+def _budget_form_again(request: HttpRequest, seen: Access, problems: Sequence[str]) -> HttpResponse:
+    typed = {"budget_form": _typed(request.POST, BUDGET_FORM)}
+    return _page(request, seen, problems=tuple(problems), forms=typed)
+
+
 @login_required
 @require_POST
 def save_budget(request: HttpRequest, ws: str) -> HttpResponse:
     """Create or replace the budget of (key name, period)."""
-    seen = access(request.user, ws)
-    seen.require(Action.EDIT)
-    body = BudgetBodySerializer(data=_budget_body(request.POST))
-    try:
-        body.is_valid(raise_exception=True)
-    except ValidationError as error:
-        typed = {"budget_form": _typed(request.POST, BUDGET_FORM)}
-        return _page(request, seen, problems=(_message(error),), forms=typed)
-    key_name, values = body.validated_data["key_name"], body.validated_data["budget"]
-    saved = budget_services.set_budget(seen.workspace, key_name, values,
-                                       actor=request.user.get_username())  # fmt: skip
-    done = "created" if saved.created else "saved"
-    messages.success(request, f"The {values.period} budget of {_scope(key_name)} {done}.")
-    return redirect("console:budgets", ws=seen.workspace.slug)
+    return write_form(request, ws, _set_budget, again=_budget_form_again, then="console:budgets")
 
 
 @login_required
@@ -117,21 +113,22 @@ def delete_budget(request: HttpRequest, ws: str, budget_id: int) -> HttpResponse
     return redirect("console:budgets", ws=seen.workspace.slug)
 
 
+def _set_limits(request: HttpRequest, seen: Access) -> str:
+    body = validated(RateLimitBodySerializer(data=_limits_body(request.POST)))
+    key_name, values = body["key_name"], body["limits"]
+    budget_services.set_rate_limits(seen.workspace, key_name, values,
+                                    actor=request.user.get_username())  # fmt: skip
+    done = "removed" if values.is_empty else "saved"
+    return f"The rate limits of {_scope(key_name)} {done}."
+
+
+def _limits_form_again(request: HttpRequest, seen: Access, problems: Sequence[str]) -> HttpResponse:
+    typed = {"limits_form": _typed(request.POST, ("key_name", *LIMIT_FIELDS))}
+    return _page(request, seen, problems=tuple(problems), forms=typed)
+
+
 @login_required
 @require_POST
 def save_limits(request: HttpRequest, ws: str) -> HttpResponse:
     """Replace one scope's rate limits whole; all blank removes them."""
-    seen = access(request.user, ws)
-    seen.require(Action.EDIT)
-    body = RateLimitBodySerializer(data=_limits_body(request.POST))
-    try:
-        body.is_valid(raise_exception=True)
-    except ValidationError as error:
-        typed = {"limits_form": _typed(request.POST, ("key_name", *LIMIT_FIELDS))}
-        return _page(request, seen, problems=(_message(error),), forms=typed)
-    key_name, values = body.validated_data["key_name"], body.validated_data["limits"]
-    budget_services.set_rate_limits(seen.workspace, key_name, values,
-                                    actor=request.user.get_username())  # fmt: skip
-    done = "removed" if values.is_empty else "saved"
-    messages.success(request, f"The rate limits of {_scope(key_name)} {done}.")
-    return redirect("console:budgets", ws=seen.workspace.slug)
+    return write_form(request, ws, _set_limits, again=_limits_form_again, then="console:budgets")

@@ -5,7 +5,7 @@ A credential's secret is write-only: the page never has it (only "stored, update
 the form's field is a password field left empty on every render, and an empty field on
 a replace keeps the stored key. Writes go through workspaces/services.py (sealed with
 AES-256-GCM bound to workspace and provider, atomic, audited with `[secret]` for the
-secret), after the one predicate says `edit`.
+secret), after the one predicate says `edit` (console/form_writes.py).
 
 Each credential's health in this workspace (SPEC R-BEY-7) comes from where the management
 API's `health` field and `GET /health` read it (`request_state.credentials_health`):
@@ -16,6 +16,7 @@ error rate, p50 latency — rolled up over every worker and replica (R-OBS-2).""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib import messages
@@ -25,6 +26,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from console.access import Access, access
+from console.form_writes import FormProblems, write_form
 from console.workspace_config import comma_list
 from gateway.state import request_state
 from routing.models import Provider
@@ -40,9 +42,8 @@ from workspaces.services import (
 )
 
 
-def _page(
-    request: HttpRequest, seen: Access, problems: list[str], status: int = 200
-) -> HttpResponse:
+def _page(request: HttpRequest, seen: Access, problems: Sequence[str] = ()) -> HttpResponse:
+    """The credentials page; a 400 when it shows a form's problems."""
     credentials = (ProviderCredential.objects.filter(workspace=seen.workspace)
                    .prefetch_related("api_keys").order_by("provider_slug"))  # fmt: skip
     keys = list(ApiKey.objects.active().filter(workspace=seen.workspace).order_by("name")
@@ -56,6 +57,7 @@ def _page(
     providers = Provider.objects.order_by("slug").values_list("slug", flat=True)
     context = {"access": seen, "section": "credentials", "rows": rows, "keys": keys,
                "providers": list(providers), "problems": problems}  # fmt: skip
+    status = 400 if problems else 200
     return render(request, "console/credentials.html", context, status=status)
 
 
@@ -75,7 +77,7 @@ def _shown(health: dict[str, Any] | None) -> dict[str, Any] | None:
 
 @login_required
 def credentials(request: HttpRequest, ws: str) -> HttpResponse:
-    return _page(request, access(request.user, ws), [])
+    return _page(request, access(request.user, ws))
 
 
 def _rules(post: QueryDict) -> CredentialRules:
@@ -91,17 +93,12 @@ def _problems(error: Exception) -> list[str]:
     return [str(error)]
 
 
-@login_required
-@require_POST
-def save_credential(request: HttpRequest, ws: str) -> HttpResponse:
-    """Add a provider's credential, or replace the rules (and the key, when one is typed)
-    of the one the workspace has."""
-    seen = access(request.user, ws)
-    seen.require(Action.EDIT)
+def _store_credential(request: HttpRequest, seen: Access) -> str:
     provider, secret = request.POST.get("provider", "").strip(), request.POST.get("secret", "")
     actor = request.user.get_username()
     stored = ProviderCredential.objects.filter(workspace=seen.workspace,
                                                provider_slug=provider).first()  # fmt: skip
+    # The service validates the form (provider, secret, rules) as it writes.
     try:
         if stored is None:
             create_credential(seen.workspace, provider, secret=secret, rules=_rules(request.POST),
@@ -110,9 +107,16 @@ def save_credential(request: HttpRequest, ws: str) -> HttpResponse:
             replace_credential(stored, secret=secret or None, rules=_rules(request.POST),
                                actor=actor)  # fmt: skip
     except (CredentialInvalid, DuplicateCredential, ValueError) as error:
-        return _page(request, seen, _problems(error), status=400)
-    messages.success(request, f"Credential for {provider} saved.")
-    return redirect("console:credentials", ws=seen.workspace.slug)
+        raise FormProblems(_problems(error)) from error
+    return f"Credential for {provider} saved."
+
+
+@login_required
+@require_POST
+def save_credential(request: HttpRequest, ws: str) -> HttpResponse:
+    """Add a provider's credential, or replace the rules (and the key, when one is typed)
+    of the one the workspace has."""
+    return write_form(request, ws, _store_credential, again=_page, then="console:credentials")
 
 
 @login_required
