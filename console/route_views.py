@@ -82,11 +82,11 @@ def routes(request: HttpRequest, ws: str) -> HttpResponse:
     listed = [
         {"route": route, "keys": keys.get(route.slug, []),
          "guard": (route.deployed.content.get("rollout_guard") if route.deployed else None),
-         "traffic": traffic.get((route.slug, route.deployed.number), [])
+         "traffic": traffic.by_version.get((route.slug, route.deployed.number), [])
          if route.deployed else []}
         for route in rows
     ]  # fmt: skip
-    context = {"access": seen, "section": "routes", "rows": listed}
+    context = {"access": seen, "section": "routes", "rows": listed, "traffic": traffic}
     return render(request, "console/routes.html", context)
 
 
@@ -132,7 +132,7 @@ def _studio(seen: Access, found: Route, asked: str) -> dict[str, Any]:
     shown = shown or deployed or (versions[0] if versions else None)
     graph, graph_problems = graph_of(shown)
     traffic = node_traffic(seen.workspace, now, [found.slug])
-    counts = {s.node: s.requests for s in traffic.get((found.slug, shown.number), [])} \
+    counts = {s.node: s.requests for s in traffic.by_version.get((found.slug, shown.number), [])} \
         if shown else {}  # fmt: skip
     deployed_graph = graph if shown is deployed else graph_of(deployed)[0]
     guard = deployed_graph.rollout_guard if deployed_graph else None
@@ -141,6 +141,7 @@ def _studio(seen: Access, found: Route, asked: str) -> dict[str, Any]:
         "versions": [(v, version_status(v, deployed)) for v in versions],
         "shown": shown, "graph_problems": graph_problems,
         "diagram": layout_route(graph, traffic=counts) if graph else None,
+        "traffic": traffic,
         "keys": attached.get(found.slug, []),
         "guard": guard_panel(found, guard, now), "guard_history": guard_history(found),
         "replay_windows": REPLAY_WINDOWS,

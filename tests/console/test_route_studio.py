@@ -92,6 +92,27 @@ def test_r_route_1_the_list_shows_versions_keys_and_the_last_hour_by_node(acme, 
     assert 'v2 <span class="tag">draft</span>' in page
     assert "bot" in page
     assert '<code>pick</code> 100% <span class="meta">(3)</span>' in page
+    assert "Only the newest" not in page
+
+
+def test_r_route_1_the_route_pages_count_only_the_newest_traces_of_the_hour_and_say_so(
+    acme, studio, people, monkeypatch
+):
+    # given a cap of two traces per count and three requests in the last hour
+    monkeypatch.setattr("console.route_watch.TRAFFIC_MAX_TRACES", 2)
+    served(acme, None, "pick", age_s=60)
+    second = served(acme, None, "pick", age_s=120)
+    served(acme, None, "other", age_s=180)
+    # when a viewer opens the list and the route's page
+    listed = people["viewer"].get("/console/acme/routes/").content.decode()
+    studied = people["viewer"].get("/console/acme/routes/support/").content.decode()
+    # then only the newest two are counted, and both pages say from when
+    assert '<code>pick</code> 100% <span class="meta">(2)</span>' in listed
+    assert "<code>other</code>" not in listed
+    since = second.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    notice = f"Only the newest 2 requests of the last hour are counted: those from {since} UTC on."
+    assert notice in listed
+    assert notice in studied
 
 
 def test_r_route_2_saving_the_editor_adds_a_draft_version_and_leaves_the_deployed_one(
