@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import orjson
 
-from gateway.upstream.execute import MAX_ERROR_BODY_BYTES, Target
+from gateway.upstream.execute import MAX_ERROR_BODY_BYTES, Target, read_at_most, send_head
 from gateway.upstream.providers import anthropic
 from routing.engine.attempts import AttemptFailed, is_retryable_status, retry_after_seconds
 
@@ -71,10 +71,10 @@ async def count_tokens(
         headers["anthropic-beta"] = beta
     request = httpx.Request("POST", f"{target.base_url}/messages/count_tokens",
                             headers=headers, content=orjson.dumps(body))  # fmt: skip
-    response = await _send(client, request, target)
+    response = await send_head(client, request, target)
     try:
         async with asyncio.timeout(target.idle_timeout_s):
-            data = await _read_at_most(response, MAX_COUNT_BODY_BYTES)
+            data = await read_at_most(response, MAX_COUNT_BODY_BYTES)
     except TimeoutError:
         raise AttemptFailed("timeout", "upstream body did not arrive in time") from None
     except httpx.HTTPError as exc:
@@ -84,28 +84,6 @@ async def count_tokens(
     if response.status_code != 200:
         raise _refusal(response, data, target)
     return _input_tokens(data)
-
-
-async def _send(
-    client: httpx.AsyncClient, request: httpx.Request, target: Target
-) -> httpx.Response:
-    try:
-        async with asyncio.timeout(target.connect_timeout_s + target.ttfb_timeout_s):
-            return await client.send(request, stream=True)
-    except TimeoutError:
-        raise AttemptFailed("timeout", "upstream did not answer in time") from None
-    except httpx.HTTPError as exc:
-        raise AttemptFailed("connect_error", f"{type(exc).__name__}") from None
-
-
-async def _read_at_most(response: httpx.Response, limit: int) -> bytes:
-    """The body, cut at `limit` bytes: a hostile upstream may send gigabytes."""
-    data = b""
-    async for chunk in response.aiter_bytes():
-        data += chunk
-        if len(data) >= limit:
-            break
-    return data[:limit]
 
 
 def _refusal(response: httpx.Response, data: bytes, target: Target) -> AttemptFailed:

@@ -132,7 +132,7 @@ def _is_native(target: Target, native: NativeRequest | None) -> bool:
     return native is not None and target.api_style == "anthropic"
 
 
-async def _send(
+async def send_head(
     client: httpx.AsyncClient, request: httpx.Request, target: Target
 ) -> httpx.Response:
     """Send and wait for the response head within connect + first-byte time."""
@@ -149,7 +149,7 @@ async def _fail_from_status(response: httpx.Response, target: Target) -> Attempt
     status = response.status_code
     try:
         async with asyncio.timeout(target.idle_timeout_s):
-            data = await _read_at_most(response, MAX_ERROR_BODY_BYTES)
+            data = await read_at_most(response, MAX_ERROR_BODY_BYTES)
     except (TimeoutError, httpx.HTTPError):
         data = b""
     finally:
@@ -171,7 +171,7 @@ async def _fail_from_status(response: httpx.Response, target: Target) -> Attempt
     )
 
 
-async def _read_at_most(response: httpx.Response, limit: int) -> bytes:
+async def read_at_most(response: httpx.Response, limit: int) -> bytes:
     """An error body, cut at `limit` bytes: a hostile upstream may send gigabytes."""
     data = b""
     async for chunk in response.aiter_bytes():
@@ -220,7 +220,7 @@ async def call_once(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:  # fmt: skip
     """One non-streaming attempt -> (the answer as a chat completion, the upstream's own
     message when called natively), or AttemptFailed."""
-    response = await _send(client, _build(target, body, False, operation, native), target)
+    response = await send_head(client, _build(target, body, False, operation, native), target)
     if response.status_code != 200:
         raise await _fail_from_status(response, target)
     try:
@@ -255,7 +255,7 @@ async def open_stream(
     However it ends short of that — a failure, the deadline, the client hanging up (a
     cancellation) — the upstream response is closed before this returns or raises."""
     started = time.perf_counter()
-    response = await _send(client, _build(target, body, True, "chat", native), target)
+    response = await send_head(client, _build(target, body, True, "chat", native), target)
     if response.status_code != 200:
         raise await _fail_from_status(response, target)
     ep = target.endpoint

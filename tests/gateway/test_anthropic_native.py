@@ -23,31 +23,14 @@ from gateway.upstream.providers.anthropic_native import (
     parse_message,
 )
 from gateway.upstream.streaming import SSEParser
+from tests.gateway.claude_code_turn import CLAUDE_CODE_TURN as CLAUDE_CODE
 
 MESSAGE_ID = "msg_00112233445566778899aabbccddeeff"
 SLUG = "anthropic/claude-sonnet-4"
 UPSTREAM = "claude-sonnet-4-20250514"
-EPHEMERAL = {"type": "ephemeral"}
 # What only Anthropic reads, which the chat translation loses: cache_control on the
 # system, a message block and a tool; top_k; an earlier turn's signed thinking block.
-CLAUDE_CODE_TURN: dict[str, Any] = {
-    "model": SLUG,
-    "max_tokens": 8192,
-    "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": EPHEMERAL}],
-    "tools": [{"name": "Read", "input_schema": {"type": "object"}, "cache_control": EPHEMERAL}],
-    "thinking": {"type": "enabled", "budget_tokens": 4096},
-    "top_k": 40,
-    "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "Read a.py",
-                                      "cache_control": EPHEMERAL}]},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "I should read it.", "signature": "EqQBCkYI"},
-            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a.py"}},
-        ]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                      "content": "print(1)"}]},
-    ],
-}  # fmt: skip
+CLAUDE_CODE_TURN: dict[str, Any] = {**CLAUDE_CODE, "model": SLUG, "top_k": 40}
 IDS = {"completion_id": "chatcmpl-00112233445566778899aabbccddeeff", "created": 1}
 
 

@@ -15,35 +15,13 @@ import anthropic
 import httpx
 import pytest
 
+from tests.gateway.claude_code_turn import CLAUDE_CODE_TURN, READ_TOOL
+
 pytestmark = pytest.mark.live
 
 SONNET, LLAMA = "anthropic/claude-sonnet-4", "meta/llama-3.3-70b"
-EPHEMERAL = {"type": "ephemeral"}
 BETA = "interleaved-thinking-2025-05-14"
-READ_TOOL = {"name": "Read", "description": "Read a file",
-             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-             "cache_control": EPHEMERAL}  # fmt: skip
-# Claude Code's next turn of a tool loop with extended thinking: the assistant turn starts
-# with its signed thinking block, which Anthropic wants back (docs: "extended thinking
-# with tool use"); cache_control on the system, a block and a tool. (`top_k`, which this
-# SDK's typed methods no longer take, goes as an extra field: TOP_K.)
-CLAUDE_CODE_TURN: dict[str, Any] = {
-    "max_tokens": 8192,
-    "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": EPHEMERAL}],
-    "tools": [READ_TOOL],
-    "thinking": {"type": "enabled", "budget_tokens": 4096},
-    "metadata": {"user_id": "user_abc_account_def_session_0123"},
-    "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "Read a.py",
-                                      "cache_control": EPHEMERAL}]},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "I should read it.", "signature": "EqQBCkYI"},
-            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "a.py"}},
-        ]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                      "content": "print(1)"}]},
-    ],
-}  # fmt: skip
+# `top_k`, which this SDK's typed methods no longer take, goes as an extra field.
 TOP_K = {"top_k": 40}
 
 
