@@ -17,9 +17,15 @@ from typing import Any
 import httpx
 import orjson
 
-from gateway.upstream.execute import MAX_ERROR_BODY_BYTES, Target, read_at_most, send_head
+from gateway.upstream.execute import (
+    MAX_ERROR_BODY_BYTES,
+    Target,
+    failure_of,
+    read_at_most,
+    send_head,
+)
 from gateway.upstream.providers import anthropic
-from routing.engine.attempts import AttemptFailed, is_retryable_status, retry_after_seconds
+from routing.engine.attempts import AttemptFailed
 
 # The fields of a Messages body that Anthropic's count endpoint takes besides `model`
 # (its MessageCountTokensParams, beta fields included): the generation settings
@@ -82,24 +88,8 @@ async def count_tokens(
     finally:
         await asyncio.shield(response.aclose())
     if response.status_code != 200:
-        raise _refusal(response, data, target)
+        raise failure_of(response, data, target)
     return _input_tokens(data)
-
-
-def _refusal(response: httpx.Response, data: bytes, target: Target) -> AttemptFailed:
-    status = response.status_code
-    if status < 400:  # an endpoint's URL comes from the catalog only
-        return AttemptFailed("redirect", f"upstream answered HTTP {status} (redirects are "
-                             "never followed)", http_status=status)  # fmt: skip
-    _kind, message = anthropic.parse_error(status, data)
-    return AttemptFailed(
-        "http_error",
-        f"upstream answered HTTP {status}",
-        http_status=status,
-        retryable=is_retryable_status(status, response.headers.get("x-should-retry")),
-        retry_after=retry_after_seconds(response.headers.get("retry-after")),
-        upstream_message=target.safe(message),
-    )
 
 
 def _input_tokens(data: bytes) -> int:

@@ -146,7 +146,6 @@ async def send_head(
 
 
 async def _fail_from_status(response: httpx.Response, target: Target) -> AttemptFailed:
-    status = response.status_code
     try:
         async with asyncio.timeout(target.idle_timeout_s):
             data = await read_at_most(response, MAX_ERROR_BODY_BYTES)
@@ -154,6 +153,12 @@ async def _fail_from_status(response: httpx.Response, target: Target) -> Attempt
         data = b""
     finally:
         await asyncio.shield(response.aclose())
+    return failure_of(response, data, target)
+
+
+def failure_of(response: httpx.Response, data: bytes, target: Target) -> AttemptFailed:
+    """The attempt failure a non-200 answer (its head and the body read so far) means."""
+    status = response.status_code
     if status < 400:
         # Redirects are never followed (an endpoint's URL comes from the catalog only);
         # it is the endpoint's fault, so the next one may serve (D-18: 502 at the end).
