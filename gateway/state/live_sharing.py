@@ -3,8 +3,10 @@
 store, rolls the window up itself when no Celery broker does (the embedded default), and
 reads the rollup back into the live metrics its router reads (routing/engine/live.py
 merges in what the rollup has not seen yet). The same for the series of workspaces' own
-credentials (BYOK), through a store and a rollup fleet of their own. All of it runs in
-the database thread, off the event loop.
+credentials (BYOK), through a store and a rollup fleet of their own. A series with
+nothing to hand in and no rollup to read back (the credentials' where no workspace brings
+its own key) skips the roll-up (`share_series`). All of it runs in the database thread,
+off the event loop.
 
 A store or database that is away costs nothing but freshness: the slice goes back into
 the worker's memory for the next tick, and a rollup older than `fleet_stale_s` is set
@@ -17,6 +19,7 @@ import os
 import socket
 import time
 import uuid
+import weakref
 
 from django.conf import settings
 
@@ -36,6 +39,11 @@ from routing.rollup import (
 log = logging.getLogger(__name__)
 # Names this worker's slices, so the rollup can say up to when it has seen each worker.
 WORKER_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+# The series (by this worker's live metrics of them) whose last pass handed in nothing and
+# read no rollup back: most gateways have no workspace credential (BYOK), and their
+# credential series would otherwise roll up an empty store on every tick of every worker.
+# By the metrics object, so a test's `runtime.reset()` starts the next afresh.
+_quiet: weakref.WeakSet[LiveMetrics] = weakref.WeakSet()
 
 
 async def tick() -> None:
@@ -53,7 +61,8 @@ async def tick() -> None:
         failed: Exception | None = None
         for live, series, (since, upto, windows) in taken:
             try:
-                _share(live, slice_store(series), Slice(WORKER_ID, now, upto, windows), since, now)
+                share_series(live, slice_store(series), Slice(WORKER_ID, now, upto, windows),
+                             since, now)  # fmt: skip
             except Exception as error:
                 failed = failed or error
         if failed is not None:
@@ -62,15 +71,30 @@ async def tick() -> None:
     await in_db_thread(share)()
 
 
-def _share(live: LiveMetrics, store: SliceStore, piece: Slice, since: int, now: float) -> None:
+def share_series(
+    live: LiveMetrics, store: SliceStore, piece: Slice, since: int, now: float
+) -> None:
+    """One series' pass of the tick: hand `piece` in, roll up when no broker does, read the
+    rollup back into `live`.
+
+    A pass with nothing to hand in after a pass that handed in nothing and read nothing
+    back skips the roll-up, the store's reads and writes: no rollup row is there to age
+    out, and a worker that hands a slice in rolls it up on that same pass. It still reads
+    the rollup back: skipping that would hide from this worker's health answers the
+    traffic other workers roll up. A pass that fails is not quiet, so the next one rolls
+    up what it may have left behind."""
+    was_quiet = live in _quiet
+    _quiet.discard(live)
     if piece.windows:
         try:
             store.push(piece)
         except Exception:
             live.give_back_slice(since)  # counted in the next tick's slice instead
             raise
-    if not settings.CELERY_BROKER_URL:
+    if not settings.CELERY_BROKER_URL and (piece.windows or not was_quiet):
         roll_up(store, now)
     fleet = read_fleet(store.fleet, WORKER_ID)
     if fleet is not None:
         live.set_fleet(fleet)
+    elif not piece.windows:
+        _quiet.add(live)
