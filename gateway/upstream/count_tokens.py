@@ -11,7 +11,6 @@ an attempt: it moves no health, cooldown or latency figure, and it is never retr
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -21,7 +20,7 @@ from gateway.upstream.execute import (
     MAX_ERROR_BODY_BYTES,
     Target,
     failure_of,
-    read_at_most,
+    read_body,
     send_head,
 )
 from gateway.upstream.providers import anthropic
@@ -78,15 +77,7 @@ async def count_tokens(
     request = httpx.Request("POST", f"{target.base_url}/messages/count_tokens",
                             headers=headers, content=orjson.dumps(body))  # fmt: skip
     response = await send_head(client, request, target)
-    try:
-        async with asyncio.timeout(target.idle_timeout_s):
-            data = await read_at_most(response, MAX_COUNT_BODY_BYTES)
-    except TimeoutError:
-        raise AttemptFailed("timeout", "upstream body did not arrive in time") from None
-    except httpx.HTTPError as exc:
-        raise AttemptFailed("connect_error", f"{type(exc).__name__} reading body") from None
-    finally:
-        await asyncio.shield(response.aclose())
+    data = await read_body(response, target, MAX_COUNT_BODY_BYTES)
     if response.status_code != 200:
         raise failure_of(response, data, target)
     return _input_tokens(data)

@@ -176,6 +176,20 @@ def failure_of(response: httpx.Response, data: bytes, target: Target) -> Attempt
     )
 
 
+async def read_body(response: httpx.Response, target: Target, limit: int | None = None) -> bytes:
+    """A 200 answer's body, within the idle timeout (and cut at `limit` bytes, if given);
+    the response is closed however it ends."""
+    try:
+        async with asyncio.timeout(target.idle_timeout_s):
+            return await (response.aread() if limit is None else read_at_most(response, limit))
+    except TimeoutError:
+        raise AttemptFailed("timeout", "upstream body did not arrive in time") from None
+    except httpx.HTTPError as exc:
+        raise AttemptFailed("connect_error", f"{type(exc).__name__} reading body") from None
+    finally:
+        await asyncio.shield(response.aclose())
+
+
 async def read_at_most(response: httpx.Response, limit: int) -> bytes:
     """An error body, cut at `limit` bytes: a hostile upstream may send gigabytes."""
     data = b""
@@ -228,15 +242,7 @@ async def call_once(
     response = await send_head(client, _build(target, body, False, operation, native), target)
     if response.status_code != 200:
         raise await _fail_from_status(response, target)
-    try:
-        async with asyncio.timeout(target.idle_timeout_s):
-            data = await response.aread()
-    except TimeoutError:
-        raise AttemptFailed("timeout", "upstream body did not arrive in time") from None
-    except httpx.HTTPError as exc:
-        raise AttemptFailed("connect_error", f"{type(exc).__name__} reading body") from None
-    finally:
-        await asyncio.shield(response.aclose())
+    data = await read_body(response, target)
     in_band = _error_in_body(data)
     if in_band is not None:
         raise _in_band_failure(target, *in_band, where="in a 200 answer")
