@@ -48,7 +48,8 @@ class Target:
     url: str  # the full /v1/chat/completions (or /v1/messages) URL
     model: str
     api_key: str
-    # chat | messages (Anthropic's Messages API) | routed, governed (chat from other keys)
+    # chat | messages (Anthropic's Messages API; native: to an Anthropic-style upstream) |
+    # routed, governed (chat from other keys)
     api: str = "chat"
 
 
@@ -142,7 +143,7 @@ async def _drive(target: Target, load: Load, probe: Probe) -> tuple[_Tally, CpuS
 
 def _call_of(target: Target, stream: bool) -> _Call:
     request = {"model": target.model, "messages": PROMPT, "stream": stream}
-    if target.api == "messages":
+    if target.api in ("messages", "native"):
         headers = {"x-api-key": target.api_key, "anthropic-version": ANTHROPIC_VERSION}
         request["max_tokens"] = REPLY_TOKENS
         last_line = MESSAGE_STOP_LINE

@@ -106,6 +106,9 @@ def _comparison(pairs: Sequence[Pair], verdicts: Sequence[Verdict]) -> list[str]
 OTHER_PATHS = (
     ("messages", "Messages vs chat through the gateway",
      "The Anthropic Messages path: the translation's cost (SPEC R-API-9; the bar is 10 %)."),
+    ("native", "Messages to an Anthropic-style upstream vs chat through the gateway",
+     "The same Messages request to the fake answering as an Anthropic provider: sent as "
+     "written and relayed as it comes, no translation (R-API-9)."),
     ("routed", "A three-node route vs no route",
      "The same chat request from a key with a dynamic route attached (condition, split, "
      "model; SPEC R-ROUTE-1): the route's cost (the bar is +0.3 ms at c1, 5 % throughput)."),

@@ -54,8 +54,8 @@ class Measurement:
     upstream_calls: int  # requests the fake upstream saw meanwhile
     cpu: CpuShare
     error_samples: Sequence[str] = field(default_factory=tuple)
-    # chat | messages | routed (chat from a key with a route) | governed (with a budget and
-    # rate limits)
+    # chat | messages | native (messages to an Anthropic-style upstream) | routed (chat from
+    # a key with a route) | governed (with a budget and rate limits)
     api: str = "chat"
 
     @property

@@ -31,6 +31,7 @@ from bench.procs import (
 from bench.results import Measurement, Pair, RssSample, Verdict, judge_bars
 from bench.stack import (
     GATEWAY_MODEL,
+    NATIVE_MODEL,
     ROUTED_MODEL,
     UPSTREAM_MODEL,
     GatewayOptions,
@@ -107,9 +108,10 @@ def run_bench(options: BenchOptions) -> BenchReport:
         probe = Probe(fake.process.pid, cpus, tree, gateway.port)
         report.rss.append(_rss("idle, before load", tree))
         messages = replace(via, url=f"{gateway.base_url}/messages", api="messages")
+        native = replace(messages, model=NATIVE_MODEL, api="native")
         routed = replace(via, model=ROUTED_MODEL, api_key=keys.routed, api="routed")
         governed = replace(via, api_key=keys.governed, api="governed")
-        targets = [via, *([messages] if options.messages else []),
+        targets = [via, *([messages, native] if options.messages else []),
                    *([routed] if options.routes else []),
                    *([governed] if options.governed else [])]  # fmt: skip
         for stream in (False, True):

@@ -24,6 +24,10 @@ import yaml
 from gateway.processes import base_env, manage
 
 GATEWAY_MODEL = "meta/llama-3.3-70b"
+# The same fake answering as an Anthropic-style provider: a Messages request to this model
+# is sent as it is and relayed as it comes (the `native` path, gateway/upstream/providers/
+# anthropic_native.py).
+NATIVE_MODEL = "anthropic/bench-native"
 ROUTED_MODEL = "bench-routed"  # a name only the route handles; its model nodes pick GATEWAY_MODEL
 ROUTED_KEY_NAME = "routed"
 GOVERNED_KEY_NAME = "governed"  # a budget and rate limits no bench run reaches
@@ -109,30 +113,37 @@ def prepare_database(env: dict[str, str], upstream_base_url: str, workdir: Path)
 
 
 def catalog(upstream_base_url: str) -> dict[str, object]:
-    """One provider, one model, one endpoint and one workspace (CONFIG.md shape)."""
+    """One fake upstream as two providers (OpenAI-style for GATEWAY_MODEL, Anthropic-style
+    for NATIVE_MODEL), an endpoint each, and one workspace (CONFIG.md shape)."""
     return {
         "providers": [
             {
-                "slug": "bench",
-                "name": "bench",
-                "api_style": "openai",
+                "slug": slug,
+                "name": slug,
+                "api_style": style,
                 "base_url": upstream_base_url,
                 "api_key_env": UPSTREAM_KEY_ENV,
             }
+            for slug, style in (("bench", "openai"), ("bench-anthropic", "anthropic"))
         ],
         "models": [
-            {"slug": GATEWAY_MODEL, "capabilities": ["text", "tools"], "context_window": 131072}
+            {"slug": model, "capabilities": ["text", "tools"], "context_window": 131072}
+            for model in (GATEWAY_MODEL, NATIVE_MODEL)
         ],
         "endpoints": [
             {
-                "id": "bench-ep",
-                "provider": "bench",
-                "model": GATEWAY_MODEL,
+                "id": endpoint,
+                "provider": provider,
+                "model": model,
                 "upstream_model": UPSTREAM_MODEL,
                 "region": "us-east-1",
                 "price": {"input": 1, "output": 1},
             }
-        ],
+            for endpoint, provider, model in (
+                ("bench-ep", "bench", GATEWAY_MODEL),
+                ("bench-native", "bench-anthropic", NATIVE_MODEL),
+            )
+        ],  # fmt: skip
         "workspaces": [
             {
                 "slug": WORKSPACE,
