@@ -3,12 +3,27 @@ each test starts with the fake upstreams reset."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import openai
 import pytest
+from django.conf import settings
 
-from tests.live import Live, live_installation
+from tests.live import Live, forget_shared_state, live_installation
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_shared_state_prefix() -> Iterator[None]:
+    """The Redis keys this process's own state writes (in-process gateways, admission
+    stores, the rollup's fleet names) go under a prefix of this run's, deleted at its end:
+    under the installation's default `switchyard` they outlived the run (session pins,
+    budget counters) and would mix with a gateway's on the same Redis. The live
+    installations have their own (tests/live.py)."""
+    prefix = f"switchyard-test-{uuid.uuid4().hex[:12]}"
+    settings.SHARED_STATE_PREFIX = prefix
+    yield
+    forget_shared_state(prefix)
 
 
 @pytest.fixture(scope="session")

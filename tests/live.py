@@ -205,13 +205,13 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                     yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys,
                                log_path=log_path)  # fmt: skip
             finally:
-                _forget_shared_state(env["SWITCHYARD_SHARED_STATE_PREFIX"])
+                forget_shared_state(env["SWITCHYARD_SHARED_STATE_PREFIX"])
     finally:
         for fake in fakes.values():
             fake.stop()
 
 
-def _forget_shared_state(prefix: str) -> None:
+def forget_shared_state(prefix: str) -> None:
     """Delete the Redis keys of this installation and its dedicated gateways (if any)."""
     url = os.environ.get("REDIS_URL", "")
     if not url:

@@ -38,10 +38,9 @@ from gateway.admission.limits import (
     use_of,
     verdict,
 )
+from gateway.admission.redis_store import shared_pool
 
 DEFAULT_PREFIX = "switchyard"
-CONNECT_TIMEOUT_S = 0.5  # every request waits on this store: fail fast, then 503
-COMMAND_TIMEOUT_S = 1.0
 REDIS_ERRORS = (RedisError, OSError)  # OSError: refused connections and socket timeouts
 KEY_GRACE_MS = 1000  # keys outlive what they hold by a second, never by less
 
@@ -174,9 +173,10 @@ class RedisLimiter:
     def from_url(
         cls, url: str, *, prefix: str = DEFAULT_PREFIX, lease_ttl_s: float = LEASE_TTL_S
     ) -> RedisLimiter:
-        client = redis.from_url(
-            url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=COMMAND_TIMEOUT_S
-        )
+        # The workers' own bounded pool (redis_store.shared_pool), so a burst of acquires
+        # shares a few connections as it does in a gateway, instead of opening one each at
+        # once: on a loaded machine those connects timed out.
+        client = redis.Redis(connection_pool=shared_pool(url))
         return cls(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
 
     async def aclose(self) -> None:
