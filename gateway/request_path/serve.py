@@ -17,10 +17,11 @@ from gateway.request_path import parse
 from gateway.request_path.admit import Admission, admit, tokens_used, with_route_usage
 from gateway.request_path.affinity import session_of
 from gateway.request_path.authenticate import authenticate
+from gateway.request_path.auto import ChildRequest
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan
 from gateway.request_path.execute import deadline_s, execute_plan
-from gateway.request_path.operation import Finish, Operation, Served
+from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.record import RequestRecord, add_headers, cost_micros, finish
 from gateway.request_path.resolve import Resolved, resolve_request, route_seed
 from gateway.request_path.routes import RouteRejected
@@ -110,20 +111,13 @@ async def _steps(
     record.stream = parsed.stream
     sent_session = client_session(request.headers, body)
     record.session_id = sent_session[1] if sent_session else ""
-    state = request_state.read(caller.started_at, caller)
-    state = await with_route_usage(state, caller, admission_state.stores())
     effects = Effects()
     ask = None if operation.dry_run else child_request
-    resolved = await resolve_request(  # 3
-        caller, parsed.body, request.headers, state, effects,
-        operation=operation.routes_as, route_operation=operation.route_name,
-        smart=operation.smart, ask=ask,
-    )  # fmt: skip
+    resolved, plan = await _decided(request, operation, caller, parsed, effects, ask)  # 3, 4
     record.requested_model = resolved.routing.requested_model
     record.routing, record.tier, record.auto = resolved.routing, resolved.tier, resolved.auto
     record.session, record.route = resolved.session, resolved.route
     record.route_inputs = resolved.route_inputs
-    plan = Plan(caller, resolved, state)  # 4
     if operation.dry_run:
         return operation.render(Served(caller, record, parsed, resolved, plan, None, None))
     apply(effects)
@@ -230,12 +224,22 @@ async def decide_only(
     For `POST /v1/messages/count_tokens` (gateway/api/messages_count.py), whose answer is
     not a rendered outcome; the `Served` has no outcome and no finish."""
     parsed = operation.parse(body)
+    resolved, plan = await _decided(request, operation, caller, parsed, Effects(), None)
+    return Served(caller, RequestRecord(operation.name), parsed, resolved, plan, None, None)
+
+
+async def _decided(
+    request: HttpRequest, operation: Operation, caller: Caller, parsed: Parsed,
+    effects: Effects, ask: ChildRequest | None,
+) -> tuple[Resolved, Plan]:  # fmt: skip
+    """Steps 3 and 4: the request resolved and planned against the process's state, read
+    once here. `effects` collects what resolving would change (applied by the caller, or
+    never); `ask` serves the auto router's classifier (None: no model is called)."""
     state = request_state.read(caller.started_at, caller)
     state = await with_route_usage(state, caller, admission_state.stores())
     resolved = await resolve_request(
-        caller, parsed.body, request.headers, state, Effects(),
+        caller, parsed.body, request.headers, state, effects,
         operation=operation.routes_as, route_operation=operation.route_name,
-        smart=operation.smart, ask=None,
+        smart=operation.smart, ask=ask,
     )  # fmt: skip
-    plan = Plan(caller, resolved, state)
-    return Served(caller, RequestRecord(operation.name), parsed, resolved, plan, None, None)
+    return resolved, Plan(caller, resolved, state)
