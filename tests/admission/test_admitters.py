@@ -87,3 +87,37 @@ def test_r_lim_2_a_request_its_budget_refuses_gives_its_lease_and_tokens_back(ma
         assert (await admitter.take(limits, 10, "next", None, now)).admitted
 
     asyncio.run(run())
+
+
+def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_own_verdict() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        sent: list[int] = []
+        send = admitter._send
+
+        async def counted(calls):  # type: ignore[no-untyped-def]
+            sent.append(len(calls))
+            return await send(calls)
+
+        admitter._send = counted  # type: ignore[method-assign]
+        limits = [LimitSpec("key:1:bot", requests_per_minute=3)]
+        # when five requests of one key ask in the same turn, its limit with room for three
+        # (the budget has room for all: a request it refused would free its slot)
+        taken = await asyncio.gather(*(
+            admitter.take(limits, 10, f"r{i}", _hold(f"r{i}", now), now)
+            for i in range(5)
+        ))  # fmt: skip
+        # then their ten script calls went in one pipeline (after it, the budget's new
+        # counters are built from the ledger and its reservations made again, one by one)
+        assert sent[0] == 10
+        # and each got its own verdict: the first three, in order, admitted
+        assert [t.admitted for t in taken] == [True, True, True, False, False]
+        assert [t.limits.admitted for t in taken if t.limits] == [True] * 3 + [False] * 2
+        # the refused ones gave back their reservations: three holds stay
+        counter = _hold("x", now).charges[0].counter
+        state = (await admitter.budgets.read([counter]))[counter]
+        assert (state.reserved_micros, state.requests) == (3000, 3)
+        # and a request alone still gets its answer
+        assert not (await admitter.take(limits, 10, "late", None, now)).admitted
+
+    asyncio.run(run())
