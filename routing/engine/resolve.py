@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from routing.engine import workload
+from routing.engine.affinity.sessions import get_header
 from routing.engine.language import ISO_639_1, detect
 from routing.engine.names import resolve_model_name
 from routing.engine.types import (
@@ -266,21 +267,11 @@ def _parse_chain(
 # Session and metadata (chat only).
 
 
-def header_value(headers: Mapping[str, str], name: str) -> str | None:
-    """A header by case-insensitive name from any mapping: Django's `request.headers` finds
-    it by itself; a plain dict of another case is scanned, by key, only when it does not."""
-    value = headers.get(name)
-    if value is None:
-        wanted = name.lower()
-        value = next((headers[key] for key in headers if key.lower() == wanted), None)
-    return value
-
-
 def session_id_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
     """SPEC R-EXE-7 order: X-Session-Id, Session-Id (case-insensitive even in a plain dict),
     then body `session_id`. The rest of that chain (prompt_cache_key, metadata ids, the hash
     of key and opening messages) needs the API key, so it is the gateway's."""
-    sources = [(name, header_value(headers, name)) for name in SESSION_HEADERS]
+    sources = [(name, get_header(headers, name)) for name in SESSION_HEADERS]
     for param, value in [*sources, ("session_id", body.get("session_id"))]:
         if value is None or (param in SESSION_HEADERS and not value.strip()):
             continue
