@@ -27,8 +27,8 @@ from asgiref.sync import sync_to_async
 from django.db import DataError, IntegrityError, InterfaceError, OperationalError, transaction
 
 from audit.batch_writer import BatchWriter
-from audit.models import RequestTrace
 from audit.spool import TraceSpool
+from audit.trace_rows import insert_rows
 
 log = logging.getLogger(__name__)
 MAX_PENDING = 10_000  # beyond this the oldest traces are dropped, loudly, not the requests
@@ -128,11 +128,10 @@ class TraceWriter(BatchWriter[dict[str, Any]]):
 
 def insert(batch: list[dict[str, Any]]) -> None:
     """Store a batch; a trace already stored (same id), or twice in it, is stored once."""
-    unique = {fields["id"]: fields for fields in batch}.values()
-    rows = [RequestTrace(**storable(fields)) for fields in unique]
+    rows = [storable(fields) for fields in {fields["id"]: fields for fields in batch}.values()]
     try:
         with transaction.atomic():
-            RequestTrace.objects.bulk_create(rows, ignore_conflicts=True)
+            insert_rows(rows)
         return
     except (DataError, IntegrityError):
         pass  # a row the database refuses: find it, keep the others
@@ -140,9 +139,9 @@ def insert(batch: list[dict[str, Any]]) -> None:
     for row in rows:
         try:
             with transaction.atomic():
-                row.save(force_insert=True)
+                insert_rows([row])
         except (DataError, IntegrityError):
-            refused += 1  # (an IntegrityError: already stored by an earlier try)
+            refused += 1
     if refused:
         log.error("dropped %d of %d traces the database refused", refused, len(rows))
 
