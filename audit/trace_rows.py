@@ -1,5 +1,5 @@
 """Traces into the database: a batch is one multi-row `INSERT … ON CONFLICT DO NOTHING`
-per `ROWS_PER_STATEMENT` rows, its JSON columns encoded by orjson.
+per `ROWS_PER_STATEMENT` rows (audit/batch_writer.py), its JSON columns encoded by orjson.
 
 Raw SQL, like the spending ledger (gateway/admission/ledger.py): the ORM's `bulk_create`
 built a model instance a row, prepared its 26 values through every field's methods and
@@ -20,10 +20,13 @@ from typing import Any
 import orjson
 from django.db import connection, models
 
+from audit.batch_writer import insert_ignoring_conflicts
 from audit.models import RequestTrace
 
 ROWS_PER_STATEMENT = 32  # 26 columns: inside SQLite's oldest limit of 999 parameters
 _NOT_GIVEN: Any = object()
+# A column's name, its field's attribute name, the field, and what adapts a value of it.
+Column = tuple[str, str, "models.Field[Any, Any]", Callable[[Any], Any]]
 
 
 class OrjsonEncoder(json.JSONEncoder):
@@ -40,29 +43,21 @@ def insert_rows(traces: Sequence[dict[str, Any]]) -> None:
     """Insert `traces` (field values by attribute name: `workspace_id`), skipping any whose
     id is stored already."""
     columns = _columns()
-    table = connection.ops.quote_name(RequestTrace._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(column) for column, _, _, _ in columns)
-    with connection.cursor() as cursor:
-        start = 0
-        while start < len(traces):
-            # A power of two rows at a time: a few statement shapes, each prepared once.
-            size = min(1 << (len(traces) - start).bit_length() - 1, ROWS_PER_STATEMENT)
-            chunk, start = traces[start : start + size], start + size
-            params: list[Any] = []
-            for trace in chunk:
-                for _column, attname, field, adapt in columns:
-                    value = trace.get(attname, _NOT_GIVEN)
-                    params.append(adapt(field.get_default() if value is _NOT_GIVEN else value))
-            row = "(" + ", ".join(["%s"] * len(columns)) + ")"
-            cursor.execute(
-                f"INSERT INTO {table} ({names}) VALUES {', '.join([row] * len(chunk))}"
-                " ON CONFLICT DO NOTHING",
-                params,
-            )
+    rows = [_row(trace, columns) for trace in traces]
+    insert_ignoring_conflicts(RequestTrace._meta.db_table, [c[0] for c in columns], rows,
+                              max_rows=ROWS_PER_STATEMENT)  # fmt: skip
+
+
+def _row(trace: dict[str, Any], columns: tuple[Column, ...]) -> list[Any]:
+    values = []
+    for _column, attname, field, adapt in columns:
+        value = trace.get(attname, _NOT_GIVEN)
+        values.append(adapt(field.get_default() if value is _NOT_GIVEN else value))
+    return values
 
 
 @cache
-def _columns() -> tuple[tuple[str, str, models.Field[Any, Any], Callable[[Any], Any]], ...]:
+def _columns() -> tuple[Column, ...]:
     """(column, attribute name, field, adapter) of every concrete field, in model order.
     Cached per process: the adapters depend on the one database backend it uses."""
     return tuple(

@@ -18,11 +18,12 @@ from typing import Any
 from django.db import connection
 from django.db.models import Count, Sum
 
-from audit.batch_writer import BatchWriter
+from audit.batch_writer import BatchWriter, insert_ignoring_conflicts
 from workspaces.models import SpendEntry
 
 MAX_PENDING = 100_000  # entries; beyond this the oldest are dropped, loudly
 ROWS_PER_STATEMENT = 128  # 6 parameters a row: well inside SQLite's 999 and PostgreSQL's
+COLUMNS = ("request_id", "counter", "workspace_id", "cost_micros", "kind", "at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,31 +58,15 @@ class Ledger(BatchWriter[Entry]):
 
 
 def write_entries(entries: Sequence[Entry]) -> None:
-    """One statement per `ROWS_PER_STATEMENT` rows, skipping rows already there (a retry,
-    a late settlement after the sweeper's). Raw SQL: the ORM's bulk_create (and even a
-    cursor's executemany) spent more per row than the database spends storing it."""
-    table, ops = ops_table(), connection.ops
-    with connection.cursor() as cursor:
-        start = 0
-        while start < len(entries):
-            # A power of two rows at a time: a few statement shapes, each prepared once by
-            # the driver, rather than a new statement for every batch size.
-            size = min(1 << (len(entries) - start).bit_length() - 1, ROWS_PER_STATEMENT)
-            chunk, start = entries[start : start + size], start + size
-            params: list[object] = []
-            for e in chunk:
-                at = ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC))
-                params += [e.request_id, e.counter, e.workspace_id, e.cost_micros, e.kind, at]
-            values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk))
-            cursor.execute(
-                f"INSERT INTO {table} (request_id, counter, workspace_id, cost_micros, kind, at)"
-                f" VALUES {values} ON CONFLICT DO NOTHING",
-                params,
-            )
-
-
-def ops_table() -> str:
-    return connection.ops.quote_name(SpendEntry._meta.db_table)
+    """Rows already there (a retry, a late settlement after the sweeper's) are skipped."""
+    ops = connection.ops
+    rows = [
+        (e.request_id, e.counter, e.workspace_id, e.cost_micros, e.kind,
+         ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC)))
+        for e in entries
+    ]  # fmt: skip
+    insert_ignoring_conflicts(SpendEntry._meta.db_table, COLUMNS, rows,
+                              max_rows=ROWS_PER_STATEMENT)  # fmt: skip
 
 
 def stored_totals(counters: list[str]) -> dict[str, tuple[int, int]]:
