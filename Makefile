@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-instructions simulate smart-sample fakeupstream worker up clean
+.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-instructions bench-trees simulate smart-sample fakeupstream worker up clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench-flood: install
 # (INSTR_ARGS, e.g. --tree ../other-checkout).
 bench-instructions: install
 	$(BIN)/python -m bench.instructions $(INSTR_ARGS)
+
+# Another checkout's gateway beside this one's, in ABBA rounds (TREES_ARGS, e.g. --base ../other).
+bench-trees: install
+	$(BIN)/python -m bench.trees $(TREES_ARGS)
 
 simulate: install
 	$(BIN)/python -m routing.sim $(SIM_ARGS)

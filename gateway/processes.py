@@ -119,15 +119,20 @@ def running_gateway(
     workers: int = 1,
     server: str = DEFAULT_SERVER,
     log_path: Path | None = None,
+    tree: Path = ROOT,
 ) -> Iterator[GatewayProcess]:
-    """Start the gateway, wait for /healthz, stop it (SIGTERM, then SIGKILL) on exit."""
+    """Start the gateway, wait for /healthz, stop it (SIGTERM, then SIGKILL) on exit.
+    `tree`: another checkout's gateway, run by its own virtualenv (bench/trees.py)."""
     port = port or free_port()
     log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     metrics_dir = tempfile.TemporaryDirectory(prefix="switchyard-metrics-")
+    command = gateway_command(port, workers, server)
+    if tree != ROOT:
+        command[0] = str(tree / ".venv" / "bin" / "python")
     process = subprocess.Popen(
-        gateway_command(port, workers, server),
+        command,
         env=with_metrics_dir(env, workers, metrics_dir.name),
-        cwd=ROOT,
+        cwd=tree,
         stdout=log,
         stderr=log,
     )

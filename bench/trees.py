@@ -1,0 +1,143 @@
+"""The whole gateway of two checkouts side by side, in one A/B run: the starting commit of a
+change against the working tree (`python -m bench.trees --base DIR`; docs/performance.md).
+
+Both gateways (granian, two workers, SQLite, each tree's own `.venv` and its own
+`bench/stack.py` catalog) answer one fake upstream; the scenarios alternate between them in
+ABBA order, so a machine that drifts slower over the run favours neither. Two instruments:
+
+- added latency at c1 from a lean client — one httpx connection, the requests in turn, the
+  fake's own p50 (measured in the same round) subtracted. `make bench`'s c1 numbers carry
+  its load generator's own cost (about 2 ms), which hides a 3 % change of a 1 ms path;
+- throughput at c16 from `make bench`'s load generator, with the gateway's CPU a request.
+
+The base tree needs `make install` once (its own virtualenv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import httpx
+
+from bench.load import PROMPT, REPLY_TOKENS, Load, Target, run_load
+from bench.probe import Probe
+from bench.procs import ProcessTree, kill_all_leftovers, wait_for_idle_workers
+from bench.stack import GATEWAY_MODEL, UPSTREAM_MODEL
+from fakeupstream.process import running_fake_upstream
+from gateway.processes import ROOT, running_gateway
+
+# Run in each tree by its own interpreter: that tree's environment, database and key.
+PREPARE = """
+import json, sys
+from pathlib import Path
+from bench import stack
+env = stack.bench_env(Path(sys.argv[1]), "aiohttp")
+keys = stack.prepare_database(env, sys.argv[2], Path(sys.argv[3]))
+print(json.dumps({"env": env, "key": keys if isinstance(keys, str) else keys.plain}))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    name: str  # base | head
+    path: Path
+    url: str = ""
+    key: str = ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", type=Path, required=True, help="the other checkout")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=1000, help="lean c1 requests a round")
+    parser.add_argument("--duration", type=float, default=4.0, help="c16 seconds a round")
+    args = parser.parse_args()
+    trees = [Tree("base", args.base.resolve()), Tree("head", ROOT)]
+    with ExitStack() as stack:
+        fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))
+        direct = f"{fake.base_url}/chat/completions"
+        trees = [stack.enter_context(_serving(t, fake.base_url, stack)) for t in trees]
+        probe = Probe(fake.process.pid, os.cpu_count() or 1)
+        rows: list[dict[str, float]] = []
+        for round_ in range(args.rounds):
+            row: dict[str, float] = {}
+            for tree in trees if round_ % 2 == 0 else trees[::-1]:
+                fake_p50 = _lean_p50(direct, UPSTREAM_MODEL, "bench", args.requests // 4)
+                row[f"{tree.name} c1 added ms"] = (
+                    _lean_p50(f"{tree.url}/chat/completions", GATEWAY_MODEL, tree.key,
+                              args.requests) - fake_p50
+                )  # fmt: skip
+                for stream in (False, True):
+                    target = Target(tree.name, f"{tree.url}/chat/completions", GATEWAY_MODEL,
+                                    tree.key)  # fmt: skip
+                    measured = run_load(target, Load(stream, 16, 1.0, args.duration), probe)
+                    kind = "stream" if stream else "non-stream"
+                    row[f"{tree.name} {kind} c16 /s"] = measured.rate_per_s
+            rows.append(row)
+            print(json.dumps({k: round(v, 3) for k, v in row.items()}), flush=True)
+        print(_report(rows, args))
+
+
+@contextmanager
+def _serving(tree: Tree, upstream: str, stack: ExitStack) -> Iterator[Tree]:
+    """`tree`'s gateway on a database of its own; stopped on exit."""
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-trees-")))
+    python = str(tree.path / ".venv" / "bin" / "python")
+    made = subprocess.run(
+        [python, "-c", PREPARE, str(workdir / "db.sqlite3"), upstream, str(workdir)],
+        cwd=tree.path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    prepared = json.loads(made.stdout.strip().splitlines()[-1])
+    log_path = workdir / "gateway.log"
+    started: list[ProcessTree] = []
+    try:
+        with running_gateway(prepared["env"], workers=2, server="granian", log_path=log_path,
+                             tree=tree.path) as gateway:  # fmt: skip
+            started.append(wait_for_idle_workers(gateway.process.pid, 2))
+            yield replace(tree, url=gateway.base_url, key=prepared["key"])
+    finally:
+        kill_all_leftovers(started)  # workers that outlived their master
+
+
+def _lean_p50(url: str, model: str, key: str, requests: int) -> float:
+    """p50 in ms of `requests` non-stream chat requests sent in turn on one connection,
+    after a tenth as many unmeasured."""
+    body = {"model": model, "messages": PROMPT}
+    headers = {"Authorization": f"Bearer {key}"}
+    took = []
+    with httpx.Client(timeout=30.0) as client:
+        for i in range(requests + requests // 10):
+            started = time.perf_counter()
+            client.post(url, json=body, headers=headers).raise_for_status()
+            if i >= requests // 10:
+                took.append(time.perf_counter() - started)
+    return statistics.median(took) * 1000
+
+
+def _report(rows: list[dict[str, float]], args: argparse.Namespace) -> str:
+    lines = [
+        f"\n{args.rounds} ABBA rounds, base {args.base} vs head {ROOT} (medians of the rounds)",
+        "| measure | base | head | head/base |",
+        "|---|--:|--:|--:|",
+    ]
+    for measure in ("c1 added ms", "non-stream c16 /s", "stream c16 /s"):
+        base = statistics.median(r[f"base {measure}"] for r in rows)
+        head = statistics.median(r[f"head {measure}"] for r in rows)
+        pairs = statistics.median(r[f"head {measure}"] / r[f"base {measure}"] for r in rows)
+        lines.append(f"| {measure} | {base:.3f} | {head:.3f} | {head / base:.3f} "
+                     f"(pairs {pairs:.3f}) |")  # fmt: skip
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
