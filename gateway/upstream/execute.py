@@ -30,6 +30,7 @@ from routing.engine.types import EndpointInfo
 
 MAX_ERROR_BODY_BYTES = 64 * 1024
 CLIENT_DISCONNECTED = "client disconnected"  # the one stream ending that is nobody's fault
+CLOSED_STREAM = httpx.ByteStream(b"")  # what a closed response holds (close_response)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +153,7 @@ async def _fail_from_status(response: httpx.Response, target: Target) -> Attempt
     except (TimeoutError, httpx.HTTPError):
         data = b""
     finally:
-        await asyncio.shield(response.aclose())
+        await close_response(response)
     return failure_of(response, data, target)
 
 
@@ -187,7 +188,7 @@ async def read_body(response: httpx.Response, target: Target, limit: int | None 
     except httpx.HTTPError as exc:
         raise AttemptFailed("connect_error", f"{type(exc).__name__} reading body") from None
     finally:
-        await asyncio.shield(response.aclose())
+        await close_response(response)
 
 
 async def read_at_most(response: httpx.Response, limit: int) -> bytes:
@@ -301,7 +302,7 @@ async def open_stream(
     finally:
         if not committed:
             drop_connection(response)
-            await asyncio.shield(response.aclose())
+            await close_response(response)
     return Opened(target, response, translator, chunks, buffered, started, _elapsed_ms(started),
                   deadline_at)  # fmt: skip
 
@@ -499,6 +500,15 @@ def drop_connection(response: httpx.Response) -> None:
 
 
 async def close_opened(opened: Opened) -> None:
-    """Close a committed stream's upstream response; safe to call more than once, and
-    shielded so a cancelled caller still closes it."""
-    await asyncio.shield(opened.response.aclose())
+    """Close a committed stream's upstream response; safe to call more than once."""
+    await close_response(opened.response)
+
+
+async def close_response(response: httpx.Response) -> None:
+    """Close an upstream response (shielded, so a cancelled caller still closes it), then
+    untie it from its stream. httpx binds the two to each other (`Response.stream` is a
+    `BoundAsyncStream` holding the response), a cycle that only the garbage collector frees,
+    with the transport's objects behind it: some fifty objects a request, which made each
+    young collection of a busy worker a 70–100 ms pause (~80 µs a request)."""
+    await asyncio.shield(response.aclose())
+    response.stream = CLOSED_STREAM
