@@ -144,12 +144,16 @@ def finish(
     error_code: str = "",
     ttfb_ms: int | None = None,
     stream_broke: bool = False,
+    elapsed_s: float | None = None,
 ) -> Effects:
     """The trace, live observations, cache pin and metrics of a finished request.
     `stream_broke`: the upstream failed after the stream was committed, which counts
-    against it (R-EXE-4)."""
+    against it (R-EXE-4). `elapsed_s`: when it finished, on the caller's clock (default:
+    now), for a request recorded after its answer left."""
     ep = target.endpoint if target else None
-    now = caller.now()
+    if elapsed_s is None:
+        elapsed_s = caller.elapsed_s()
+    now = caller.started_at + elapsed_s
     effects = Effects()
     effects.traces.append(
         {
@@ -169,7 +173,7 @@ def finish(
             "attempts": [a.as_dict() for a in record.attempts],
             "usage": usage or {},
             "cost_micros": cost_micros(usage, target),
-            "latency_ms": caller.elapsed_ms(),
+            "latency_ms": int(elapsed_s * 1000),
             "ttfb_ms": ttfb_ms,
             "purpose": caller.purpose,
             "parent_id": caller.parent_id,

@@ -14,6 +14,7 @@ from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 from prometheus_client import REGISTRY
 
+from gateway.api import chat
 from gateway.request_path import serve
 from gateway.state import runtime
 from gateway.upstream.client import close_client
@@ -127,3 +128,41 @@ def test_a_chat_request_reads_the_wall_clock_once(settings, monkeypatch):
     # then each of the two requests read it once, in the request path's serve
     assert statuses == [200, 200, 200]
     assert readers == ["gateway.request_path.serve", "gateway.request_path.serve"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_answer_is_handed_over_before_its_record(settings, monkeypatch):
+    # The record step's effects (trace, live samples, counters) run on the loop's next turn,
+    # so the client does not wait for them; they are still applied, once, with the latency
+    # of the answer, not of the bookkeeping after it.
+    events: list[str] = []
+    traces: list[dict[str, Any]] = []
+    real_apply, real_render = serve.apply, chat.json_response
+
+    def apply(effects: Any) -> None:
+        if effects.traces:
+            events.append("recorded")
+            traces.extend(effects.traces)
+        real_apply(effects)
+
+    def json_response(payload: dict[str, Any]) -> Any:
+        events.append("answered")
+        time.sleep(0.05)  # a slow hand-over: not counted in the trace's latency
+        return real_render(payload)
+
+    monkeypatch.setattr(serve, "apply", apply)
+    monkeypatch.setattr(chat, "json_response", json_response)
+    with in_process_gateway(settings) as key:
+
+        async def scenario() -> int:
+            client = AsyncClient()
+            body = {"model": ROUND_ROBIN, "messages": [HARD]}
+            status = (await _post(client, key, "/v1/chat/completions", body)).status_code
+            await close_client()
+            return status
+
+        status = async_to_sync(scenario)()
+    assert status == 200
+    assert events == ["answered", "recorded"]
+    assert len(traces) == 1
+    assert traces[0]["latency_ms"] < 50
