@@ -5,8 +5,9 @@ Both gateways (granian, two workers, SQLite, each tree's own `.venv` and its own
 `bench/stack.py` catalog) answer one fake upstream; the scenarios alternate between them in
 ABBA order, so a machine that drifts slower over the run favours neither. Two instruments:
 
-- added latency at c1 from a lean client — one httpx connection, the requests in turn, the
-  fake's own p50 (measured in the same round) subtracted. `make bench`'s c1 numbers carry
+- added latency at c1 from a lean client — one httpx connection a target, the requests in
+  turn, the two gateways and the fake upstream alternating in blocks of BLOCK requests,
+  the fake's own p50 subtracted. `make bench`'s c1 numbers carry
   its load generator's own cost (about 2 ms), which hides a 3 % change of a 1 ms path;
 - throughput at c16 from `make bench`'s load generator, with the gateway's CPU a request.
 
@@ -36,6 +37,7 @@ from bench.stack import GATEWAY_MODEL, UPSTREAM_MODEL
 from fakeupstream.process import running_fake_upstream
 from gateway.processes import ROOT, running_gateway
 
+BLOCK = 50  # lean c1 requests to one target before the next takes its turn
 # Run in each tree by its own interpreter: that tree's environment, database and key.
 PREPARE = """
 import json, sys
@@ -70,13 +72,8 @@ def main() -> None:
         probe = Probe(fake.process.pid, os.cpu_count() or 1)
         rows: list[dict[str, float]] = []
         for round_ in range(args.rounds):
-            row: dict[str, float] = {}
+            row = _lean_added(trees, direct, args.requests)
             for tree in trees if round_ % 2 == 0 else trees[::-1]:
-                fake_p50 = _lean_p50(direct, UPSTREAM_MODEL, "bench", args.requests // 4)
-                row[f"{tree.name} c1 added ms"] = (
-                    _lean_p50(f"{tree.url}/chat/completions", GATEWAY_MODEL, tree.key,
-                              args.requests) - fake_p50
-                )  # fmt: skip
                 for stream in (False, True):
                     target = Target(tree.name, f"{tree.url}/chat/completions", GATEWAY_MODEL,
                                     tree.key)  # fmt: skip
@@ -109,19 +106,30 @@ def _serving(tree: Tree, upstream: str, stack: ExitStack) -> Iterator[Tree]:
         kill_all_leftovers(started)  # workers that outlived their master
 
 
-def _lean_p50(url: str, model: str, key: str, requests: int) -> float:
-    """p50 in ms of `requests` non-stream chat requests sent in turn on one connection,
-    after a tenth as many unmeasured."""
-    body = {"model": model, "messages": PROMPT}
-    headers = {"Authorization": f"Bearer {key}"}
-    took = []
-    with httpx.Client(timeout=30.0) as client:
-        for i in range(requests + requests // 10):
-            started = time.perf_counter()
-            client.post(url, json=body, headers=headers).raise_for_status()
-            if i >= requests // 10:
-                took.append(time.perf_counter() - started)
-    return statistics.median(took) * 1000
+def _lean_added(trees: list[Tree], direct: str, requests: int) -> dict[str, float]:
+    """Each tree's added latency at c1 in ms: the p50 of `requests` non-stream chat requests
+    sent in turn on one connection, less the fake upstream's own p50 — the three measured
+    in blocks of BLOCK requests, in turn forward then backward, so a machine that drifts
+    slower within the round weighs on each alike. Two blocks each first, unmeasured."""
+    targets = [("fake", direct, UPSTREAM_MODEL, "bench")] + [
+        (t.name, f"{t.url}/chat/completions", GATEWAY_MODEL, t.key) for t in trees
+    ]
+    took: dict[str, list[float]] = {name: [] for name, *_ in targets}
+    with ExitStack() as stack:
+        clients = [stack.enter_context(httpx.Client(timeout=30.0)) for _ in targets]
+        for block in range(-(-requests // BLOCK) + 2):  # two warm-up blocks
+            order = list(zip(targets, clients, strict=True))
+            for (name, url, model, key), client in order if block % 2 else order[::-1]:
+                body = {"model": model, "messages": PROMPT}
+                headers = {"Authorization": f"Bearer {key}"}
+                for _ in range(BLOCK):
+                    started = time.perf_counter()
+                    client.post(url, json=body, headers=headers).raise_for_status()
+                    if block >= 2:
+                        took[name].append(time.perf_counter() - started)
+    fake_p50 = statistics.median(took.pop("fake"))
+    return {f"{name} c1 added ms": (statistics.median(t) - fake_p50) * 1000
+            for name, t in took.items()}  # fmt: skip
 
 
 def _report(rows: list[dict[str, float]], args: argparse.Namespace) -> str:
