@@ -1,5 +1,6 @@
 """`python -m bench [--quick] [--duration S] [--workers N] [--server ...] [--transport ...]
-[--no-messages] [--no-routes] [--no-governed] [--rounds N] [--store sqlite|postgres-redis]`:
+[--no-messages] [--no-routes] [--no-governed] [--rounds N] [--lean N]
+[--store sqlite|postgres-redis]`:
 run the benchmark, print the Markdown report and write it to var/bench-latest.md."""
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ QUICK_DURATION_S = 2.0
 # Durations are bounded so that a typo cannot keep two cores busy for an hour.
 MAX_DURATION_S = 120.0
 MAX_ROUNDS = 20
+LEAN_REQUESTS = 500
+MAX_LEAN_REQUESTS = 20_000
 
 
 def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
@@ -44,6 +47,9 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
                         "BENCH_REDIS_URL)")  # fmt: skip
     parser.add_argument("--rounds", type=int, default=1,
                         help="each scenario's gateway paths N times, interleaved (1)")  # fmt: skip
+    parser.add_argument("--lean", type=int, default=LEAN_REQUESTS,
+                        help="lean c1 requests a chat path a round, in alternating blocks "
+                        f"(bench/lean.py; {LEAN_REQUESTS}; 0: none)")  # fmt: skip
     args = parser.parse_args(argv)
     duration_s = args.duration or (QUICK_DURATION_S if args.quick else FULL_DURATION_S)
     if not 0 < duration_s <= MAX_DURATION_S or not 0 <= args.warmup <= MAX_DURATION_S:
@@ -52,6 +58,8 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         parser.error("--workers must be at least 1")
     if not 1 <= args.rounds <= MAX_ROUNDS:
         parser.error(f"--rounds must be within 1..{MAX_ROUNDS}")
+    if not 0 <= args.lean <= MAX_LEAN_REQUESTS:
+        parser.error(f"--lean must be within 0..{MAX_LEAN_REQUESTS}")
     return BenchOptions(
         duration_s=duration_s,
         warmup_s=args.warmup,
@@ -62,6 +70,7 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
         governed=not args.no_governed,
         store=args.store,
         rounds=args.rounds,
+        lean_requests=args.lean,
     )
 
 

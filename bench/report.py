@@ -29,6 +29,7 @@ def render(report: BenchReport) -> str:
                 for api, title, what in OTHER_PATHS
                 for line in _path_vs_chat(report.pairs, api, title, what)
             ),
+            *_lean(report.lean),
             *_cpu(report.pairs),
             *_memory(report),
             *_bars(report.verdicts),
@@ -165,6 +166,43 @@ def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> lis
                 f" | {_n(_median(_gateway_us(m) for _, m in matched), 0)} | |"
             )
     return [*rows, ""]
+
+
+def _lean(rounds: Sequence[dict[str, float]]) -> list[str]:
+    """Each chat path's added p50 at c1 from the lean client, per round, the paths in
+    alternating blocks (bench/lean.py); the other paths also as a difference from chat."""
+    if not rounds:
+        return []
+    apis = list(rounds[0])
+    others = [api for api in apis if api != "chat"]
+    rows = [
+        "### Added latency at c1, lean client",
+        "",
+        "One httpx connection a path, non-stream requests in turn, the paths and the fake "
+        "upstream alternating in blocks of 50 (bench/lean.py); the fake's own p50 "
+        "subtracted. ms.",
+        "",
+        "| round | " + " | ".join(f"added p50 {api}" for api in apis)
+        + "".join(f" | {api} − chat" for api in others) + " |",
+        "|---" * (1 + len(apis) + len(others)) + "|",
+    ]  # fmt: skip
+    for index, added in enumerate(rounds):
+        rows.append(_lean_row(str(index + 1), added, others))
+    if len(rounds) > 1:
+        median = {api: _median(r[api] for r in rounds) for api in apis}
+        diffs = {api: _median(r[api] - r["chat"] for r in rounds) for api in others}
+        rows.append(_lean_row("median", median, others, diffs))
+    return [*rows, ""]
+
+
+def _lean_row(
+    label: str, added: dict[str, float], others: list[str], diffs: dict[str, float] | None = None
+) -> str:
+    """`diffs`: the other paths' differences from chat, when not taken from `added` (a
+    median row shows the median of the rounds' differences)."""
+    diff = diffs or {api: added[api] - added["chat"] for api in others}
+    cells = [_n(v, 3, "+") for v in added.values()] + [_n(diff[api], 3, "+") for api in others]
+    return f"| {label} | " + " | ".join(cells) + " |"
 
 
 def _ratio(other: Pair, chat: Pair) -> float:

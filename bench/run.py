@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.lean import lean_p50s
 from bench.load import REPLY_TOKENS, Load, Target, run_load
 from bench.probe import Probe
 from bench.procs import (
@@ -52,6 +53,7 @@ GATEWAY_LOG_TAIL_LINES = 20
 QUIET_BUSY_PCT = 15.0
 QUIET_WAIT_S = 60.0
 # The code under test, digested into the report (the working tree has no commit to name).
+LEAN_APIS = ("chat", "routed", "governed")  # the chat-shaped paths bench/lean.py can send
 SOURCE_PACKAGES = ("gateway", "routing", "workspaces", "presets", "audit")
 
 
@@ -68,6 +70,9 @@ class BenchOptions:
     # Each scenario's gateway targets measured this many times, interleaved, the order
     # reversed every other round, so that a machine drifting slower favours no path.
     rounds: int = 1
+    # Non-stream chat requests a chat path a round from a lean client (bench/lean.py): the
+    # added latency at c1 that the load generator's own cost hides. 0: not measured.
+    lean_requests: int = 0
 
 
 @dataclass
@@ -78,6 +83,8 @@ class BenchReport:
     pairs: list[Pair] = field(default_factory=list)
     rss: list[RssSample] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    # Per round, each chat path's (chat, routed, governed) lean added p50 at c1, in ms.
+    lean: list[dict[str, float]] = field(default_factory=list)
     gateway_log_tail: str = ""
 
 
@@ -125,6 +132,12 @@ def run_bench(options: BenchOptions) -> BenchReport:
                         report.pairs.append(Pair(straight, measured, round_))
                 # After every scenario, so that growth can be told from a plateau.
                 report.rss.append(_rss(f"after {load_name(stream)} c{concurrency}", tree))
+        chat_paths = [t for t in targets if t.api in LEAN_APIS]
+        for round_ in range(options.rounds if options.lean_requests else 0):
+            progress(f"lean c1, round {round_ + 1}: {', '.join(t.api for t in chat_paths)}")
+            direct_p50, *p50s = lean_p50s([direct, *chat_paths], options.lean_requests)
+            paths = zip(chat_paths, p50s, strict=True)
+            report.lean.append({t.api: p50 - direct_p50 for t, p50 in paths})
     report.verdicts = judge_bars(report.pairs, report.rss[0] if report.rss else None)
     if any(pair.gateway.error_count for pair in report.pairs):
         report.gateway_log_tail = tail_text(GATEWAY_LOG, GATEWAY_LOG_TAIL_LINES)

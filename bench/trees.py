@@ -5,10 +5,8 @@ Both gateways (granian, two workers, SQLite, each tree's own `.venv` and its own
 `bench/stack.py` catalog) answer one fake upstream; the scenarios alternate between them in
 ABBA order, so a machine that drifts slower over the run favours neither. Two instruments:
 
-- added latency at c1 from a lean client — one httpx connection a target, the requests in
-  turn, the two gateways and the fake upstream alternating in blocks of BLOCK requests,
-  the fake's own p50 subtracted. `make bench`'s c1 numbers carry
-  its load generator's own cost (about 2 ms), which hides a 3 % change of a 1 ms path;
+- added latency at c1 from a lean client (bench/lean.py): the two gateways and the fake
+  upstream alternating in blocks of 50 requests, the fake's own p50 subtracted;
 - throughput at c16 from `make bench`'s load generator, with the gateway's CPU a request.
 
 The base tree needs `make install` once (its own virtualenv).
@@ -22,22 +20,19 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import httpx
-
-from bench.load import PROMPT, REPLY_TOKENS, Load, Target, run_load
+from bench.lean import lean_p50s
+from bench.load import REPLY_TOKENS, Load, Target, run_load
 from bench.probe import Probe
 from bench.procs import ProcessTree, kill_all_leftovers, wait_for_idle_workers
 from bench.stack import GATEWAY_MODEL, UPSTREAM_MODEL
 from fakeupstream.process import running_fake_upstream
 from gateway.processes import ROOT, running_gateway
 
-BLOCK = 50  # lean c1 requests to one target before the next takes its turn
 # Run in each tree by its own interpreter: that tree's environment, database and key.
 PREPARE = """
 import json, sys
@@ -107,29 +102,13 @@ def _serving(tree: Tree, upstream: str, stack: ExitStack) -> Iterator[Tree]:
 
 
 def _lean_added(trees: list[Tree], direct: str, requests: int) -> dict[str, float]:
-    """Each tree's added latency at c1 in ms: the p50 of `requests` non-stream chat requests
-    sent in turn on one connection, less the fake upstream's own p50 — the three measured
-    in blocks of BLOCK requests, in turn forward then backward, so a machine that drifts
-    slower within the round weighs on each alike. Two blocks each first, unmeasured."""
-    targets = [("fake", direct, UPSTREAM_MODEL, "bench")] + [
-        (t.name, f"{t.url}/chat/completions", GATEWAY_MODEL, t.key) for t in trees
+    """Each tree's added latency at c1 in ms: its lean p50 less the fake upstream's own,
+    the three measured in alternating blocks (bench/lean.py)."""
+    targets = [Target("fake", direct, UPSTREAM_MODEL, "bench")] + [
+        Target(t.name, f"{t.url}/chat/completions", GATEWAY_MODEL, t.key) for t in trees
     ]
-    took: dict[str, list[float]] = {name: [] for name, *_ in targets}
-    with ExitStack() as stack:
-        clients = [stack.enter_context(httpx.Client(timeout=30.0)) for _ in targets]
-        for block in range(-(-requests // BLOCK) + 2):  # two warm-up blocks
-            order = list(zip(targets, clients, strict=True))
-            for (name, url, model, key), client in order if block % 2 else order[::-1]:
-                body = {"model": model, "messages": PROMPT}
-                headers = {"Authorization": f"Bearer {key}"}
-                for _ in range(BLOCK):
-                    started = time.perf_counter()
-                    client.post(url, json=body, headers=headers).raise_for_status()
-                    if block >= 2:
-                        took[name].append(time.perf_counter() - started)
-    fake_p50 = statistics.median(took.pop("fake"))
-    return {f"{name} c1 added ms": (statistics.median(t) - fake_p50) * 1000
-            for name, t in took.items()}  # fmt: skip
+    fake_p50, *p50s = lean_p50s(targets, requests)
+    return {f"{t.name} c1 added ms": p50 - fake_p50 for t, p50 in zip(trees, p50s, strict=True)}
 
 
 def _report(rows: list[dict[str, float]], args: argparse.Namespace) -> str:
