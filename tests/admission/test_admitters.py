@@ -121,3 +121,41 @@ def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_ow
         assert not (await admitter.take(limits, 10, "late", None, now)).admitted
 
     asyncio.run(run())
+
+
+def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        sent: list[list[str]] = []
+        send = admitter._send
+        scripts = {admitter.budgets.scripts[0]: "reserve", admitter.budgets.scripts[1]: "settle"}
+
+        async def counted(calls):  # type: ignore[no-untyped-def]
+            sent.append([scripts.get(script, "limit") for script, _ in calls])
+            return await send(calls)
+
+        for script in admitter.budgets.scripts:  # loaded: no retry pipeline to count
+            script.sha = await admitter.budgets.client.script_load(script.script)
+        admitter._send = counted  # type: ignore[method-assign]
+        cap = 1_500  # room for one reservation of 1,000, not two
+        first = await admitter.take([], 0, "one", _hold("one", now, cap), now)
+        sent.clear()
+        # when the first request ends (400 spent) and, before the settlements' wait is
+        # over, a second asks for its reservation
+        back = asyncio.ensure_future(
+            admitter.give_back(GiveBack((), "one", 0, 0, _hold("one", now, cap), 400, now))
+        )
+        await asyncio.sleep(0)  # the settlement is queued, its wait started
+        second = await admitter.take([], 0, "two", _hold("two", now, cap), now)
+        # then both went in one pipeline, the settlement first, so the second request
+        # found the first one's unused reservation freed and was admitted
+        assert sent == [["settle", "reserve"]]
+        assert first.admitted
+        assert second.admitted
+        settled = await asyncio.wait_for(back, timeout=0.001)  # settled by then
+        assert settled is not None
+        counter = _hold("x", now).charges[0].counter
+        state = (await admitter.budgets.read([counter]))[counter]
+        assert (state.spent_micros, state.reserved_micros) == (400, 1000)
+
+    asyncio.run(run())
