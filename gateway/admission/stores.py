@@ -18,6 +18,7 @@ from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
 from gateway.admission.limit_store import LimitStore, MemoryLimiter
 from gateway.admission.redis_limits import RedisLimiter
+from gateway.admission.redis_line import RedisLine
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
 
 STORE_KINDS = ("auto", "redis", "database", "memory")
@@ -54,7 +55,8 @@ def create_stores(
         client = redis.Redis(connection_pool=shared_pool(redis_url))  # one pool for both
         in_redis = RedisBudgetStore(client, ledger, prefix)
         limiter = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
-        return AdmissionStores(kind, ledger, in_redis, limiter, RedisAdmitter(limiter, in_redis))
+        admitter = RedisAdmitter(limiter, in_redis, RedisLine(redis_url))
+        return AdmissionStores(kind, ledger, in_redis, limiter, admitter)
     budgets: BudgetStore
     budgets = DatabaseBudgetStore(run_sync) if kind == "database" else MemoryBudgetStore(ledger)
     limits = MemoryLimiter(lease_ttl_s=lease_ttl_s)

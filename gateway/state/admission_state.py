@@ -35,6 +35,9 @@ async def stop() -> None:
     client = getattr(_stores.budgets, "client", None)  # Redis: one client for both stores
     if client is not None:
         await client.aclose()
+    line = getattr(_stores.admitter, "line", None)  # and the admissions' own connection
+    if line is not None:
+        await line.close()
 
 
 def reset() -> None:

@@ -20,6 +20,7 @@ from gateway.admission.ledger import Ledger
 from gateway.admission.limit_store import MemoryLimiter
 from gateway.admission.limits import LimitSpec
 from gateway.admission.redis_limits import RedisLimiter
+from gateway.admission.redis_line import RedisLine
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
 from tests.admission.conftest import redis_prefix
 
@@ -40,7 +41,8 @@ def redis_admitter() -> RedisAdmitter:
     client = redis.Redis(connection_pool=shared_pool(os.environ["REDIS_URL"]))
     prefix = redis_prefix()
     return RedisAdmitter(RedisLimiter(client, prefix=prefix),
-                         RedisBudgetStore(client, _ledger(), prefix))  # fmt: skip
+                         RedisBudgetStore(client, _ledger(), prefix),
+                         RedisLine(os.environ["REDIS_URL"]))  # fmt: skip
 
 
 ADMITTERS = [memory_admitter, redis_admitter]
