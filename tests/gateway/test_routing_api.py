@@ -13,6 +13,7 @@ import pytest
 
 from gateway.processes import running_gateway
 from gateway.request_path.resolve import MAX_SEED, SEED_HEADER
+from routing.engine.live_window import GROWTH
 
 pytestmark = pytest.mark.live
 
@@ -176,8 +177,11 @@ def test_r_api_8_health_reports_live_numbers_per_provider(fresh_live, own_gatewa
     assert (paced["samples"], paced["error_rate"]) == (4, 0.25)  # one 500 in four attempts
     assert (paced["rate_limited"], paced["geo_blocked"]) == (0, 0)
     # latency is the successes' only, nearest rank of three: p50 the 400 ms, p90/p99 the 800
+    # (exact from this worker's samples; within a bucket's width when a fleet rollup has
+    # run meanwhile, whose histograms show a bucket's middle: 389 ms for 400 once in CI)
     latency = paced["latency_ms"]
-    assert 400 <= latency["p50"] < 800 <= latency["p90"] == latency["p99"], latency
+    assert 400 / GROWTH <= latency["p50"] < 800 / GROWTH <= latency["p90"], latency
+    assert latency["p90"] == latency["p99"], latency
     assert paced["throughput_tokens_per_s"] is not None
     assert "upstream-secret-key" not in response.text
 
