@@ -38,12 +38,23 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--routed", action="store_true", help="from a key with a route")
+    parser.add_argument(
+        "--governed",
+        action="store_true",
+        help="from a key with a budget and a rate limit (needs REDIS_URL)",
+    )
     args = parser.parse_args()
-    for key in ("stack-plain", "stack-routed") if args.routed else ("plain",):
+    if args.governed and not os.environ.get("REDIS_URL"):
+        parser.error("--governed counts the Redis admission: set REDIS_URL")
+    keys = ["stack-plain"] * (args.routed or args.governed) or ["plain"]
+    keys += ["stack-routed"] * args.routed + ["stack-governed"] * args.governed
+    for key in keys:
         counts = [_counted(args.tree, n, key) for n in (args.requests, 4 * args.requests)]
         per_request = (counts[1] - counts[0]) / (3 * args.requests)
         kind = {"plain": "chat request", "stack-plain": "chat request (bench/stack.py catalog)",
-                "stack-routed": "chat request from the key with the route"}[key]  # fmt: skip
+                "stack-routed": "chat request from the key with the route",
+                "stack-governed": "chat request from the key with a budget and a rate limit",
+                }[key]  # fmt: skip
         print(f"{args.tree}: {per_request / 1e6:.3f} M instructions per {kind}")
 
 
@@ -54,7 +65,9 @@ def _counted(tree: Path, requests: int, key: str) -> int:
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                    str(tree / ".venv/bin/python"), __file__, "--serve", str(requests),
                    *([key] if key != "plain" else [])]  # fmt: skip
-        result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True)
+        own_prefix = {"SWITCHYARD_SHARED_STATE_PREFIX": f"bench-instructions-{os.getpid()}"}
+        result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True,
+                                env={**os.environ, **own_prefix})  # fmt: skip
     match = re.search(r"Collected : (\d+)", result.stderr)
     if match is None:
         raise RuntimeError(f"callgrind printed no count:\n{result.stderr[-2000:]}")
@@ -119,10 +132,12 @@ def _catalog(stack: contextlib.ExitStack) -> str:
 def _stack_catalog(stack: contextlib.ExitStack, key: str) -> tuple[str, str]:
     """bench/stack.py's catalog, its route deployed, on a fake upstream (closed with
     `stack`); the key with the route attached and the model name only the route handles
-    (`stack-routed`), or a plain key and the catalog's model (`stack-plain`)."""
+    (`stack-routed`), the key with a budget and a rate limit (`stack-governed`), or a plain
+    key (`stack-plain`) and the catalog's model."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: find bench
     from bench.stack import (
         GATEWAY_MODEL,
+        GOVERNED_KEY_NAME,
         ROUTED_KEY_NAME,
         ROUTED_MODEL,
         UPSTREAM_KEY_ENV,
@@ -141,7 +156,7 @@ def _stack_catalog(stack: contextlib.ExitStack, key: str) -> tuple[str, str]:
                  deploy=True)  # fmt: skip
     workspace = Workspace.objects.get(slug=WORKSPACE)
     routed = key == "stack-routed"
-    name = ROUTED_KEY_NAME if routed else None
+    name = {"stack-routed": ROUTED_KEY_NAME, "stack-governed": GOVERNED_KEY_NAME}.get(key)
     secret = create_api_key(workspace, name=name, actor="bench").plaintext
     runtime.reset()
     return secret, ROUTED_MODEL if routed else GATEWAY_MODEL
@@ -179,8 +194,27 @@ async def _requests(key: str, model: str, requests: int) -> None:
             if response.status_code != 200:
                 raise RuntimeError(response.content)
         await runtime.traces().flush()
+        await _settled()
     finally:
         await close_client()
+
+
+async def _settled() -> None:
+    """The budget's settlements made and its ledger rows written inside the count, and
+    this run's Redis keys deleted (a checkout before budgets has neither)."""
+    try:
+        from gateway.state import admission_state
+    except ImportError:
+        return
+    await admission_state.stop()  # settlements drained, the ledger written, Redis closed
+    if os.environ.get("REDIS_URL"):
+        import redis.asyncio as redis
+        from django.conf import settings
+
+        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        async for name in client.scan_iter(f"{settings.SHARED_STATE_PREFIX}:*"):
+            await client.delete(name)
+        await client.aclose()
 
 
 if __name__ == "__main__":
