@@ -28,6 +28,7 @@ class BatchWriter(Generic[Row]):
         self.write, self.what, self.flush_s = write, what, flush_s
         self.run_sync, self.max_pending = run_sync, max_pending
         self._pending: list[Row] = []
+        self._writing: list[Row] = []  # the batch being written: not yet readable in the DB
         self._task: asyncio.Task[None] | None = None
         self._lock: asyncio.Lock | None = None
 
@@ -57,14 +58,21 @@ class BatchWriter(Generic[Row]):
             batch, self._pending = self._pending, []
             if not batch:
                 return
+            self._writing = batch
             try:
                 await self.run_sync(self.write)(batch)
             except Exception:
                 log.exception("writing %d %s failed; they will be retried", len(batch), self.what)
                 self._pending[:0] = batch
+            finally:
+                self._writing = []
 
     def pending(self) -> list[Row]:
-        return list(self._pending)
+        """The rows not yet stored, the batch being written included: a reader that asks
+        the database and then this (the ledger's totals) misses none. On one database
+        thread, as the gateway's, it counts none twice either: the batch is cleared on the
+        loop before a query that ran after its write is answered."""
+        return [*self._writing, *self._pending]
 
 
 def insert_ignoring_conflicts(

@@ -86,9 +86,11 @@ return {'ok', unpack(used)}
 
 # KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls ("cancel":
 # the reservation goes back unspent and uncounted, a request refused by its rate limits).
-# -> {} when there is nothing to settle, else each counter's spent after. A reservation no
-# longer open was settled or swept (its `done` marker says so) — or forgotten by a flush,
-# when its cost still counts though its reservation is gone.
+# -> {} when there is nothing to settle, else each counter's spent after (-1: Redis lost
+# it). A reservation no longer open was settled or swept (its `done` marker says so) — or
+# forgotten by a flush, when its cost still counts though its reservation is gone. A
+# counter a flush took is left absent: made here, it would hold this cost alone and never
+# be rebuilt; the next reservation rebuilds it from the ledger, this cost's row included.
 SETTLE = """
 local reserved_delta = tonumber(ARGV[1])
 local done = '@:budget:done:' .. ARGV[3]
@@ -101,22 +103,28 @@ end
 redis.call('SET', done, 1, 'EX', 86400)
 if ARGV[4] == 'cancel' then  -- given back unused: the request was never admitted
   for i = 1, #KEYS do
-    if redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta) < 0 then
-      redis.call('HSET', KEYS[i], 'reserved', 0)
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+      if redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta) < 0 then
+        redis.call('HSET', KEYS[i], 'reserved', 0)
+      end
+      redis.call('HINCRBY', KEYS[i], 'requests', -1)
     end
-    redis.call('HINCRBY', KEYS[i], 'requests', -1)
   end
   return {}
 end
 local after = {}
 for i = 1, #KEYS do
-  if reserved_delta > 0 then
-    local reserved = redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta)
-    if reserved < 0 then redis.call('HSET', KEYS[i], 'reserved', 0) end
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    after[i] = -1
+  else
+    if reserved_delta > 0 then
+      local reserved = redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta)
+      if reserved < 0 then redis.call('HSET', KEYS[i], 'reserved', 0) end
+    end
+    after[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
+    -- a reservation a flush forgot: the rebuilt counter does not count its request yet
+    if reserved_delta == 0 then redis.call('HINCRBY', KEYS[i], 'requests', 1) end
   end
-  after[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
-  -- a reservation a flush forgot: the rebuilt counter does not count its request yet
-  if reserved_delta == 0 then redis.call('HINCRBY', KEYS[i], 'requests', 1) end
 end
 return after
 """
@@ -215,7 +223,9 @@ class RedisBudgetStore:
         self.ledger.record(ledger_entries(hold, cost_micros, "settled", now))
         names = [c.counter for c in hold.charges]
         spent = dict(zip(names, (int(a) for a in after), strict=True))
-        return Settled({n: spent[n] - cost_micros for n in names}, spent)
+        # (a counter Redis lost reads -1 on both sides: no alert threshold lies between)
+        before = {n: spent[n] - cost_micros if spent[n] >= 0 else -1 for n in names}
+        return Settled(before, spent)
 
     @property
     def scripts(self) -> tuple[AsyncScript, AsyncScript]:

@@ -161,6 +161,31 @@ def test_r_lim_2_a_redis_flush_rebuilds_the_counters_from_the_ledger() -> None:
     asyncio.run(flush())
 
 
+def test_r_lim_2_a_settlement_after_a_redis_flush_leaves_the_counter_to_the_ledger() -> None:
+    async def flush() -> None:
+        store, now = redis_store(), time.time()
+        scope = f"ws:flush-first-{uuid.uuid4().hex[:8]}"
+        for i in range(3):
+            request = hold(scope, f"{scope}-{i}", now)
+            assert (await store.reserve(request)).admitted
+            await store.settle(request, 400, now)
+        in_flight = hold(scope, f"{scope}-in-flight", now)
+        assert (await store.reserve(in_flight)).admitted
+        # when Redis loses everything with a request in flight, which settles first
+        keys = [key async for key in store.client.scan_iter(match=f"{store.keys}*")]
+        await store.client.delete(*keys)
+        await store.settle(in_flight, 500, now)
+        await store.ledger.flush()  # (its row stored: this test's pool writes beside reads)
+        # then the next reservation still finds all the spending: the settlement did not
+        # make a counter of its own cost alone, which would have stood for the period
+        verdict = await store.reserve(hold(scope, f"{scope}-after", now))
+        assert verdict.remaining_micros == 20 * WORST - 3 * 400 - 500 - WORST
+        counter = in_flight.charges[0].counter
+        assert (await store.read([counter]))[counter].requests == 3 + 1 + 1
+
+    asyncio.run(flush())
+
+
 def test_r_lim_2_a_burst_on_a_new_period_rebuilds_its_counter_from_the_ledger_once() -> None:
     async def burst() -> None:
         store, now = redis_store(), time.time()
