@@ -65,9 +65,14 @@ def _counted(tree: Path, requests: int, key: str) -> int:
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                    str(tree / ".venv/bin/python"), __file__, "--serve", str(requests),
                    *([key] if key != "plain" else [])]  # fmt: skip
-        own_prefix = {"SWITCHYARD_SHARED_STATE_PREFIX": f"bench-instructions-{os.getpid()}"}
-        result = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=True,
-                                env={**os.environ, **own_prefix})  # fmt: skip
+        prefix = f"bench-instructions-{os.getpid()}"
+        env = {**os.environ, "SWITCHYARD_SHARED_STATE_PREFIX": prefix}
+        try:
+            result = subprocess.run(
+                command, cwd=tree, capture_output=True, text=True, check=True, env=env
+            )
+        finally:
+            _forget_redis_keys(prefix)
     match = re.search(r"Collected : (\d+)", result.stderr)
     if match is None:
         raise RuntimeError(f"callgrind printed no count:\n{result.stderr[-2000:]}")
@@ -200,21 +205,26 @@ async def _requests(key: str, model: str, requests: int) -> None:
 
 
 async def _settled() -> None:
-    """The budget's settlements made and its ledger rows written inside the count, and
-    this run's Redis keys deleted (a checkout before budgets has neither)."""
+    """The budget's settlements made and its ledger rows written inside the count (a
+    checkout before budgets has neither)."""
     try:
         from gateway.state import admission_state
     except ImportError:
         return
     await admission_state.stop()  # settlements drained, the ledger written, Redis closed
-    if os.environ.get("REDIS_URL"):
-        import redis.asyncio as redis
-        from django.conf import settings
 
-        client = redis.Redis.from_url(os.environ["REDIS_URL"])
-        async for name in client.scan_iter(f"{settings.SHARED_STATE_PREFIX}:*"):
-            await client.delete(name)
-        await client.aclose()
+
+def _forget_redis_keys(prefix: str) -> None:
+    """The counted run's Redis keys, deleted from here: outside the count, whose every
+    instruction is the process's (its reservations' `done` markers grow with N)."""
+    if not os.environ.get("REDIS_URL"):
+        return
+    import redis
+
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    for name in client.scan_iter(f"{prefix}:*", count=1000):
+        client.delete(name)
+    client.close()
 
 
 if __name__ == "__main__":
