@@ -143,15 +143,10 @@ def test_r_lim_2_a_redis_flush_rebuilds_the_counters_from_the_ledger() -> None:
     async def flush() -> None:
         store, now = redis_store(), time.time()
         scope = f"ws:flush-{uuid.uuid4().hex[:8]}"
-        for i in range(3):
-            request = hold(scope, f"{scope}-{i}", now)
-            assert (await store.reserve(request)).admitted
-            await store.settle(request, 400, now)
+        counter = await _spent_three_times_400(store, scope, now)
         await store.ledger.flush()
-        counter = request.charges[0].counter
         # when Redis loses everything under this store's keys
-        keys = [key async for key in store.client.scan_iter(match=f"{store.keys}*")]
-        await store.client.delete(*keys)
+        await _lose_everything(store)
         # then the next reservation finds the spending again, nothing lost
         verdict = await store.reserve(hold(scope, f"{scope}-after", now))
         assert verdict.admitted
@@ -165,25 +160,35 @@ def test_r_lim_2_a_settlement_after_a_redis_flush_leaves_the_counter_to_the_ledg
     async def flush() -> None:
         store, now = redis_store(), time.time()
         scope = f"ws:flush-first-{uuid.uuid4().hex[:8]}"
-        for i in range(3):
-            request = hold(scope, f"{scope}-{i}", now)
-            assert (await store.reserve(request)).admitted
-            await store.settle(request, 400, now)
+        counter = await _spent_three_times_400(store, scope, now)
         in_flight = hold(scope, f"{scope}-in-flight", now)
         assert (await store.reserve(in_flight)).admitted
         # when Redis loses everything with a request in flight, which settles first
-        keys = [key async for key in store.client.scan_iter(match=f"{store.keys}*")]
-        await store.client.delete(*keys)
+        await _lose_everything(store)
         await store.settle(in_flight, 500, now)
         await store.ledger.flush()  # (its row stored: this test's pool writes beside reads)
         # then the next reservation still finds all the spending: the settlement did not
         # make a counter of its own cost alone, which would have stood for the period
         verdict = await store.reserve(hold(scope, f"{scope}-after", now))
         assert verdict.remaining_micros == 20 * WORST - 3 * 400 - 500 - WORST
-        counter = in_flight.charges[0].counter
         assert (await store.read([counter]))[counter].requests == 3 + 1 + 1
 
     asyncio.run(flush())
+
+
+async def _spent_three_times_400(store: RedisBudgetStore, scope: str, now: float) -> str:
+    """Three requests reserved and settled at 400 µ$ each; their counter."""
+    for i in range(3):
+        request = hold(scope, f"{scope}-{i}", now)
+        assert (await store.reserve(request)).admitted
+        await store.settle(request, 400, now)
+    return request.charges[0].counter
+
+
+async def _lose_everything(store: RedisBudgetStore) -> None:
+    """What a flush does to this store's keys."""
+    keys = [key async for key in store.client.scan_iter(match=f"{store.keys}*")]
+    await store.client.delete(*keys)
 
 
 def test_r_lim_2_a_burst_on_a_new_period_rebuilds_its_counter_from_the_ledger_once() -> None:
