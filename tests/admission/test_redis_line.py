@@ -202,6 +202,23 @@ def test_a_redis_that_does_not_answer_fails_the_calls_waiting_then_the_next_is_s
     run(scenario())
 
 
+def test_a_long_queue_behind_replies_that_keep_coming_does_not_time_out(run) -> None:
+    async def scenario() -> list[list[bytes]]:
+        async def steady(command: list[bytes]) -> bytes:
+            await asyncio.sleep(0.08)  # each answered in turn, the last after 0.8 s
+            return await _echo(command)
+
+        async with FakeRedis(steady) as address:
+            line = RedisLine(f"redis://{address}/0", timeout_s=0.2)
+            # when a burst queues more behind each other than Redis answers in the timeout
+            replies = await asyncio.gather(*(line.call([("ECHO", f"{i}")]) for i in range(10)))
+            await line.close()
+            return replies
+
+    # then none fails: Redis was never silent, the queue was the burst's own
+    assert run(scenario()) == [[f"{i}".encode()] for i in range(10)]
+
+
 def test_a_reply_that_came_in_time_counts_though_the_loop_was_too_busy_to_read_it(run) -> None:
     async def scenario() -> list[bytes]:
         async with FakeRedis(_echo) as address:
