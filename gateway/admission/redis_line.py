@@ -11,9 +11,9 @@ budgeted request, the budget issue's whole c1 cost; this line, ~150 µs.
 What the admission sends is narrow (EVALSHA of its scripts), so this speaks just enough
 RESP2 to send commands and leaves the replies to hiredis's parser, the one redis-py uses.
 Error replies come back as `ResponseError` instances, in their place (like redis-py's
-`execute(raise_on_error=False)`). A connection that fails, closes, or leaves its oldest
-call unanswered for `timeout_s` fails every call waiting on it with an `OSError`
-(ConnectionError, TimeoutError); the next call connects again. The URL is REDIS_URL's:
+`execute(raise_on_error=False)`). A connection that fails, closes, or over which Redis
+sends nothing for `timeout_s` while calls wait fails every call waiting on it with an
+`OSError` (ConnectionError, TimeoutError); the next call connects again. The URL is REDIS_URL's:
 `redis://`, `rediss://` (TLS; `?ssl_cert_reqs=none` skips verification) and `unix://`,
 with a user, a password and a database number.
 """
@@ -31,7 +31,7 @@ from redis.asyncio.connection import SSLConnection, parse_url
 from redis.exceptions import ResponseError
 
 Command = Sequence[bytes | str | int | float]
-RECHECK_S = 0.05  # a late call's second chance, once the loop has read its sockets
+RECHECK_S = 0.05  # a silence's second look, once the loop has read its sockets
 
 
 def pack(commands: Sequence[Command]) -> bytes:
