@@ -7,14 +7,16 @@ in-process and database stores, where a call is a lock or a transaction). `Redis
 sends both scripts in one round trip, and gives back in batches: the admissions asked for
 in one turn of the event loop share one pipeline (a busy worker starts several requests a
 turn; a lone request waits no longer than the turn), and the settlements waiting then ride
-in it, ahead of the admissions; a settlement no admission comes for within
-`SETTLE_BATCH_S` goes with the others of that wait in a pipeline of their own. The
-pipelines go on the worker's one connection for them (redis_line.py). A Redis round trip
-costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's wake-up,
-the read), so four calls a request (acquire, reserve, release, settle) would cost more
-than the request's routing; this is one a request while requests keep coming — a client
-that sends its next request within 25 ms of the last answer included — and a fraction of
-one under load.
+in it, ahead of the admissions — while other admitted requests are under way, so that
+more are coming; a settlement no admission comes for within `SETTLE_BATCH_S` goes with
+the others of that wait in a pipeline of their own. The last request under way settles at
+the end of its turn instead: on an idle worker nothing is coming to ride with, and the
+next request's admission would carry the settlement's script on its own path (at c1 its
+pack and script were ~0.1 ms of the admission's ~0.6; docs/performance.md, session 14).
+The pipelines go on the worker's one connection for them (redis_line.py). A Redis round
+trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
+wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
+more than the request's routing; this is about one a request under load.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ class RedisAdmitter:
     budgets: RedisBudgetStore
     line: RedisLine  # the scripts' calls go on it; the rest (loading them) on redis-py
     _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)
-    _flush_timer: asyncio.TimerHandle | None = None
+    _flush_timer: asyncio.Handle | None = None
+    _under_way: int = 0  # admitted requests not yet given back
     _takes: list[tuple[list[Call], asyncio.Future[list[Any]]]] = field(default_factory=list)
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -140,7 +143,10 @@ class RedisAdmitter:
         if budget is not None and not budget.admitted and limit is not None and limit.admitted:
             await self.limiter.release(limits, lease=lease, tokens_reserved=tokens,
                                        tokens_used=0, now=now)  # fmt: skip
-        return Taken(limit, budget)
+        taken = Taken(limit, budget)
+        if taken.admitted:
+            self._under_way += 1
+        return taken
 
     async def _this_turn(self, calls: list[Call]) -> list[Any]:
         """The replies to `calls`, sent in one pipeline with every other admission's of
@@ -179,8 +185,13 @@ class RedisAdmitter:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Settled | None] = loop.create_future()
         self._queue.append((back, done))
+        self._under_way = max(self._under_way - 1, 0)
         if len(self._queue) >= SETTLE_BATCH_MAX:
             await self._flush()
+        elif not self._under_way:  # nothing is coming to ride with: at the end of this turn
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+            self._flush_timer = loop.call_soon(self._flush_due)
         elif self._flush_timer is None:  # a timer, not a task: most never need to flush
             self._flush_timer = loop.call_later(SETTLE_BATCH_S, self._flush_due)
         return await done

@@ -125,22 +125,35 @@ def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_ow
     asyncio.run(run())
 
 
+def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
+    """The script names of each pipeline `admitter` sends from now on."""
+    sent: list[list[str]] = []
+    send = admitter._send
+    scripts = {admitter.budgets.scripts[0]: "reserve", admitter.budgets.scripts[1]: "settle"}
+
+    async def counted(calls):  # type: ignore[no-untyped-def]
+        sent.append([scripts.get(script, "limit") for script, _ in calls])
+        return await send(calls)
+
+    admitter._send = counted  # type: ignore[method-assign]
+    return sent
+
+
+async def _load_budget_scripts(admitter: RedisAdmitter) -> None:
+    """Loaded: no NOSCRIPT retry pipeline to count."""
+    for script in admitter.budgets.scripts:
+        script.sha = await admitter.budgets.client.script_load(script.script)
+
+
 def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it() -> None:
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
-        sent: list[list[str]] = []
-        send = admitter._send
-        scripts = {admitter.budgets.scripts[0]: "reserve", admitter.budgets.scripts[1]: "settle"}
-
-        async def counted(calls):  # type: ignore[no-untyped-def]
-            sent.append([scripts.get(script, "limit") for script, _ in calls])
-            return await send(calls)
-
-        for script in admitter.budgets.scripts:  # loaded: no retry pipeline to count
-            script.sha = await admitter.budgets.client.script_load(script.script)
-        admitter._send = counted  # type: ignore[method-assign]
-        cap = 1_500  # room for one reservation of 1,000, not two
+        await _load_budget_scripts(admitter)
+        sent = _counting_pipelines(admitter)
+        cap = 2_500  # room for two reservations of 1,000, not three
         first = await admitter.take([], 0, "one", _hold("one", now, cap), now)
+        # another request under way: more are coming, the settlement waits for one
+        assert (await admitter.take([], 0, "busy", _hold("busy", now, cap), now)).admitted
         sent.clear()
         # when the first request ends (400 spent) and, before the settlements' wait is
         # over, a second asks for its reservation
@@ -158,6 +171,28 @@ def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it(
         assert settled is not None
         counter = _hold("x", now).charges[0].counter
         state = (await admitter.budgets.read([counter]))[counter]
-        assert (state.spent_micros, state.reserved_micros) == (400, 1000)
+        assert (state.spent_micros, state.reserved_micros) == (400, 2000)
+
+    asyncio.run(run())
+
+
+def test_the_last_request_under_way_settles_at_once_with_no_admission_to_wait_for(
+    monkeypatch,
+) -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        await _load_budget_scripts(admitter)
+        sent = _counting_pipelines(admitter)
+        # (were it to wait for company, it would wait all of this)
+        monkeypatch.setattr("gateway.admission.admitter.SETTLE_BATCH_S", 3600)
+        assert (await admitter.take([], 0, "one", _hold("one", now), now)).admitted
+        sent.clear()
+        # when the worker's only request ends
+        back = GiveBack((), "one", 0, 0, _hold("one", now), 400, now)
+        settled = await asyncio.wait_for(admitter.give_back(back), timeout=5)
+        # then its settlement went alone, right away: the next request's admission will
+        # not carry its script
+        assert settled is not None
+        assert sent == [["settle"]]
 
     asyncio.run(run())
