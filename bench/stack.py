@@ -66,12 +66,13 @@ def bench_env(
 
 
 @contextmanager
-def postgres_database(admin_url: str) -> Iterator[str]:
-    """A database made on `admin_url`'s server for one run, dropped after it."""
+def postgres_database(admin_url: str, suffix: str = "") -> Iterator[str]:
+    """A database made on `admin_url`'s server for one run, dropped after it (`suffix`
+    tells apart the databases of one run)."""
     import psycopg
 
     parsed = urlparse(admin_url)
-    name = f"switchyard_bench_{os.getpid()}"
+    name = f"switchyard_bench_{os.getpid()}{suffix}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')

@@ -1,8 +1,10 @@
 """The whole gateway of two checkouts side by side, in one A/B run: the starting commit of a
 change against the working tree (`python -m bench.trees --base DIR`; docs/performance.md).
 
-Both gateways (granian, two workers, SQLite, each tree's own `.venv` and its own
-`bench/stack.py` catalog) answer one fake upstream; the scenarios alternate between them in
+Both gateways (granian, two workers, SQLite — or with `--store postgres-redis` a
+PostgreSQL database each and one Redis —, each tree's own `.venv` and its own
+`bench/stack.py` catalog) answer one fake upstream, each with its bench key (`--key
+governed`: the key with a budget and a rate limit); the scenarios alternate between them in
 ABBA order, so a machine that drifts slower over the run favours neither. Two instruments:
 
 - added latency at c1 from a lean client (bench/lean.py): the two gateways and the fake
@@ -29,7 +31,8 @@ from bench.lean import lean_p50s
 from bench.load import REPLY_TOKENS, Load, Target, run_load
 from bench.probe import Probe
 from bench.procs import ProcessTree, kill_all_leftovers, wait_for_idle_workers
-from bench.stack import GATEWAY_MODEL, UPSTREAM_MODEL
+from bench.run import DEFAULT_POSTGRES_URL, DEFAULT_REDIS_URL
+from bench.stack import GATEWAY_MODEL, UPSTREAM_MODEL, forget_redis_keys, postgres_database
 from fakeupstream.process import running_fake_upstream
 from gateway.processes import ROOT, running_gateway
 
@@ -38,9 +41,13 @@ PREPARE = """
 import json, sys
 from pathlib import Path
 from bench import stack
-env = stack.bench_env(Path(sys.argv[1]), "aiohttp")
-keys = stack.prepare_database(env, sys.argv[2], Path(sys.argv[3]))
-print(json.dumps({"env": env, "key": keys if isinstance(keys, str) else keys.plain}))
+db, upstream, workdir, database_url, redis_url, key = sys.argv[1:7]
+if database_url:
+    env = stack.bench_env(Path(db), "aiohttp", database_url=database_url, redis_url=redis_url)
+else:
+    env = stack.bench_env(Path(db), "aiohttp")
+keys = stack.prepare_database(env, upstream, Path(workdir))
+print(json.dumps({"env": env, "key": keys if isinstance(keys, str) else getattr(keys, key)}))
 """
 
 
@@ -58,12 +65,26 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--requests", type=int, default=1000, help="lean c1 requests a round")
     parser.add_argument("--duration", type=float, default=4.0, help="c16 seconds a round")
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "postgres-redis"),
+        default="sqlite",
+        help="postgres-redis: BENCH_POSTGRES_URL, BENCH_REDIS_URL",
+    )
+    parser.add_argument(
+        "--key",
+        choices=("plain", "governed"),
+        default="plain",
+        help="governed: the bench key with a budget and a rate limit",
+    )
     args = parser.parse_args()
+    if args.key == "governed" and args.store == "sqlite":
+        parser.error("--key governed needs --store postgres-redis (what issue 13 measures)")
     trees = [Tree("base", args.base.resolve()), Tree("head", ROOT)]
     with ExitStack() as stack:
         fake = stack.enter_context(running_fake_upstream("fast", reply_tokens=REPLY_TOKENS))
         direct = f"{fake.base_url}/chat/completions"
-        trees = [stack.enter_context(_serving(t, fake.base_url, stack)) for t in trees]
+        trees = [stack.enter_context(_serving(t, fake.base_url, stack, args)) for t in trees]
         probe = Probe(fake.process.pid, os.cpu_count() or 1)
         rows: list[dict[str, float]] = []
         for round_ in range(args.rounds):
@@ -81,15 +102,26 @@ def main() -> None:
 
 
 @contextmanager
-def _serving(tree: Tree, upstream: str, stack: ExitStack) -> Iterator[Tree]:
+def _serving(
+    tree: Tree, upstream: str, stack: ExitStack, args: argparse.Namespace
+) -> Iterator[Tree]:
     """`tree`'s gateway on a database of its own; stopped on exit."""
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sy-trees-")))
+    database_url = redis_url = ""
+    if args.store == "postgres-redis":
+        admin = os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+        database_url = stack.enter_context(postgres_database(admin, f"_{tree.name}"))
+        redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     python = str(tree.path / ".venv" / "bin" / "python")
     made = subprocess.run(
-        [python, "-c", PREPARE, str(workdir / "db.sqlite3"), upstream, str(workdir)],
+        [python, "-c", PREPARE, str(workdir / "db.sqlite3"), upstream, str(workdir),
+         database_url, redis_url, args.key],
         cwd=tree.path, capture_output=True, text=True, check=True,
     )  # fmt: skip
     prepared = json.loads(made.stdout.strip().splitlines()[-1])
+    if redis_url:  # the run's counters, reservations and done markers
+        prefix = prepared["env"]["SWITCHYARD_SHARED_STATE_PREFIX"]
+        stack.callback(forget_redis_keys, redis_url, prefix)
     log_path = workdir / "gateway.log"
     started: list[ProcessTree] = []
     try:
