@@ -118,6 +118,22 @@ def test_r_lim_2_a_reservation_settles_once(make) -> None:
     asyncio.run(settle_twice())
 
 
+def test_r_lim_2_redis_forgets_a_settled_reservation_an_hour_after_it_would_have_expired() -> None:
+    async def settle() -> None:
+        store, now = redis_store(), time.time()
+        request = hold(f"ws:marker-{uuid.uuid4().hex[:8]}", f"marker-{uuid.uuid4().hex}", now,
+                       expires_in_s=120)  # fmt: skip
+        assert (await store.reserve(request)).admitted
+        assert await store.settle(request, 300, now) is not None
+        # then what makes a second settlement a no-op is kept past the last moment one could
+        # come (the reservation's expiry), not a day for every budgeted request
+        ttl = await store.client.ttl(f"{store.keys}done:{request.request_id}")
+        assert 120 < ttl <= 120 + 3600
+        assert await store.settle(request, 300, now) is None
+
+    asyncio.run(settle())
+
+
 @pytest.mark.parametrize("make", STORES, ids=["memory", "database", "redis"])
 def test_r_lim_2_an_abandoned_reservation_is_swept_and_charged_whole(make) -> None:
     async def abandon() -> None:
