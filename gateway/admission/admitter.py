@@ -10,9 +10,10 @@ turn; a lone request waits no longer than the turn), and the settlements waiting
 in it, ahead of the admissions — while other admitted requests are under way, so that
 more are coming; a settlement no admission comes for within `SETTLE_BATCH_S` goes with
 the others of that wait in a pipeline of their own. The last request under way settles at
-the end of its turn instead: on an idle worker nothing is coming to ride with, and the
-next request's admission would carry the settlement's script on its own path (at c1 its
-pack and script were ~0.1 ms of the admission's ~0.6; docs/performance.md, session 14).
+once instead: on an idle worker nothing is coming to ride with, and the next request's
+admission would carry the settlement's script on its own path (at c1 its pack and script
+were ~0.1 ms of the admission's ~0.6; docs/performance.md, session 14). Written first on
+the one connection, it is still counted before that admission.
 The pipelines go on the worker's one connection for them (redis_line.py). A Redis round
 trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
 wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
@@ -113,7 +114,7 @@ class RedisAdmitter:
     budgets: RedisBudgetStore
     line: RedisLine  # the scripts' calls go on it; the rest (loading them) on redis-py
     _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)
-    _flush_timer: asyncio.Handle | None = None
+    _flush_timer: asyncio.TimerHandle | None = None
     _under_way: int = 0  # admitted requests not yet given back
     _takes: list[tuple[list[Call], asyncio.Future[list[Any]]]] = field(default_factory=list)
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
@@ -186,12 +187,9 @@ class RedisAdmitter:
         done: asyncio.Future[Settled | None] = loop.create_future()
         self._queue.append((back, done))
         self._under_way = max(self._under_way - 1, 0)
-        if len(self._queue) >= SETTLE_BATCH_MAX:
+        if len(self._queue) >= SETTLE_BATCH_MAX or not self._under_way:
+            # (nothing under way: no admission is coming to ride with, so it goes now)
             await self._flush()
-        elif not self._under_way:  # nothing is coming to ride with: at the end of this turn
-            if self._flush_timer is not None:
-                self._flush_timer.cancel()
-            self._flush_timer = loop.call_soon(self._flush_due)
         elif self._flush_timer is None:  # a timer, not a task: most never need to flush
             self._flush_timer = loop.call_later(SETTLE_BATCH_S, self._flush_due)
         return await done
