@@ -14,6 +14,7 @@ once instead: on an idle worker nothing is coming to ride with, and the next req
 admission would carry the settlement's script on its own path (at c1 its pack and script
 were ~0.1 ms of the admission's ~0.6; docs/performance.md, session 14). Written first on
 the one connection, it is still counted before that admission.
+
 The pipelines go on the worker's one connection for them (redis_line.py). A Redis round
 trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
 wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
