@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -50,12 +51,15 @@ def test_r_lim_1_r_bey_9_two_replicas_admit_exactly_60_of_100_concurrent_acquire
         spec = [LimitSpec("ws:12", requests_per_minute=60)]
         await asyncio.gather(a.client.ping(), b.client.ping())  # connect before the race
         # when 100 requests race, half through each, with clocks a day apart
+        started = time.monotonic()
         verdicts = await asyncio.gather(*(
             (a if i % 2 else b).acquire(spec, tokens=0, lease=f"r{i}", now=i % 2 * 86_400.0)
             for i in range(100)
         ))  # fmt: skip
-        # then
-        assert sum(v.admitted for v in verdicts) == 60
+        # then 60, and one more for each whole second the race took: the bucket drains one
+        # request a second by Redis's clock (on a loaded CI machine the race took over 1 s)
+        drained = int(time.monotonic() - started)
+        assert 60 <= sum(v.admitted for v in verdicts) <= 60 + drained
         assert {v.retry_after_s for v in verdicts if not v.admitted} == {1}
         await a.aclose()
         await b.aclose()
