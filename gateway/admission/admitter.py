@@ -42,7 +42,7 @@ from gateway.admission.limit_store import LimitStore
 from gateway.admission.limits import LimitSpec, LimitVerdict
 from gateway.admission.redis_limits import RedisLimiter, acquired
 from gateway.admission.redis_line import RedisLine
-from gateway.admission.redis_store import REDIS_ERRORS, RedisBudgetStore
+from gateway.admission.redis_store import MAX_REBUILDS, REDIS_ERRORS, RedisBudgetStore
 
 Call = tuple[AsyncScript, tuple[list[str], list[Any]]]  # a script, its keys and arguments
 SETTLE_BATCH_S = 0.025  # settlements wait at most this long for company (an admission)
@@ -136,19 +136,34 @@ class RedisAdmitter:
         limit = acquired(replies.pop(0), planned) if limits else None
         budget = None
         if hold is not None:
-            budget = await self.budgets.reserved(hold, replies[0])
-            if budget is None:  # counters were missing (a new period, a flush): rebuilt
-                budget = await self.budgets.reserve(hold)
+            budget = await self._reserved(hold, replies[0])
         if limit is not None and not limit.admitted and budget is not None and budget.admitted:
-            await self.budgets.cancel(hold)  # type: ignore[arg-type]
+            keys, args = self.budgets.cancel_call(hold)  # type: ignore[arg-type]
+            await self._pipelined([(_settle, (keys, args))])
             return Taken(limit, None)
         if budget is not None and not budget.admitted and limit is not None and limit.admitted:
-            await self.limiter.release(limits, lease=lease, tokens_reserved=tokens,
-                                       tokens_used=0, now=now)  # fmt: skip
+            keys, args = self.limiter.release_call(limits, lease=lease, tokens_reserved=tokens,
+                                                   tokens_used=0)  # fmt: skip
+            if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
+                await self._pipelined([(_release, (keys, args))])
         taken = Taken(limit, budget)
         if taken.admitted:
             self._under_way += 1
         return taken
+
+    async def _reserved(self, hold: Hold, reply: Any) -> Verdict:
+        """The reservation's verdict. Counters Redis did not hold (a new period, a flush)
+        are rebuilt from the ledger and the reservation asked for again — on the line, with
+        the rest of its turn: a burst at a period's start retries ~100 reservations a worker
+        at once, and through redis-py's pool each wanted a connection of its own (a loaded
+        machine timed some out connecting, and refused 402s as 503s)."""
+        reserve, _settle = self.budgets.scripts
+        for _ in range(MAX_REBUILDS):
+            verdict = await self.budgets.reserved(hold, reply)
+            if verdict is not None:
+                return verdict
+            (reply,) = await self._this_turn([(reserve, self.budgets.reserve_call(hold))])
+        raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
 
     async def _this_turn(self, calls: list[Call]) -> list[Any]:
         """The replies to `calls`, sent in one pipeline with every other admission's of

@@ -210,11 +210,11 @@ class RedisBudgetStore:
         keys, args = self.settle_call(hold, cost_micros)
         return self.settled(hold, cost_micros, now, await self._call(self._settle, keys, args))
 
-    async def cancel(self, hold: Hold) -> None:
-        """Give a reservation back unspent: its request was refused after all."""
+    def cancel_call(self, hold: Hold) -> tuple[list[str], list[Any]]:
+        """The settle script's (keys, args) that give a reservation back unspent: its
+        request was refused after all (by its rate limits)."""
         keys = [self.keys + c.counter for c in hold.charges]
-        args = [hold.amount_micros, 0, hold.request_id, "cancel", _done_until(hold)]
-        await self._call(self._settle, keys, args)
+        return keys, [hold.amount_micros, 0, hold.request_id, "cancel", _done_until(hold)]
 
     def settle_call(self, hold: Hold, cost_micros: int) -> tuple[list[str], list[Any]]:
         keys = [self.keys + c.counter for c in hold.charges]

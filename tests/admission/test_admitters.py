@@ -110,7 +110,7 @@ def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_ow
             for i in range(5)
         ))  # fmt: skip
         # then their ten script calls went in one pipeline (after it, the budget's new
-        # counters are built from the ledger and its reservations made again, one by one)
+        # counters are built from the ledger and its reservations asked for again)
         assert sent[0] == 10
         # and each got its own verdict: the first three, in order, admitted
         assert [t.admitted for t in taken] == [True, True, True, False, False]
@@ -194,5 +194,35 @@ def test_the_last_request_under_way_settles_at_once_with_no_admission_to_wait_fo
         # not carry its script
         assert settled is not None
         assert sent == [["settle"]]
+
+    asyncio.run(run())
+
+
+def test_r_pol_2_a_burst_at_a_periods_start_asks_again_in_one_pipeline_on_the_line() -> None:
+    """Every request of a burst finds its new period's counters missing. Asked for again
+    through redis-py's pool, each wanted a pooled connection of its own at once, and on a
+    loaded machine some timed out connecting: 402s answered as 503s."""
+
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        await _load_budget_scripts(admitter)
+        sent = _counting_pipelines(admitter)
+
+        async def pooled(hold):  # type: ignore[no-untyped-def]
+            raise AssertionError("a reservation asked for again through the pool")
+
+        admitter.budgets.reserve = pooled  # type: ignore[method-assign]
+        cap = 20 * 1000  # room for twenty reservations of 1,000
+        # when fifty requests of a period no counter exists for yet ask in one turn
+        taken = await asyncio.gather(*(
+            admitter.take([], 0, f"r{i}", _hold(f"r{i}", now, cap), now) for i in range(50)
+        ))  # fmt: skip
+        # then, the counters rebuilt, all fifty asked again in one pipeline on the line
+        assert sent == [["reserve"] * 50, ["reserve"] * 50]
+        # and exactly twenty were admitted
+        assert sum(t.admitted for t in taken) == 20
+        counter = _hold("x", now).charges[0].counter
+        state = (await admitter.budgets.read([counter]))[counter]
+        assert (state.reserved_micros, state.requests) == (20_000, 20)
 
     asyncio.run(run())
