@@ -166,10 +166,21 @@ class RedisLine:
             self._open = attempt.result()
 
     async def _connect(self) -> _Replies:
+        """A connection within `connect_timeout_s` — looked at a second time, once the loop
+        has read its sockets, as a silence is: a worker's first burst can stall its loop
+        past the timeout, and every call of the burst waits on this one attempt."""
+        attempt = asyncio.ensure_future(self._open_connection())
         try:
-            return await asyncio.wait_for(self._open_connection(), self.connect_timeout_s)
+            done, _ = await asyncio.wait({attempt}, timeout=self.connect_timeout_s)
+            if not done:
+                done, _ = await asyncio.wait({attempt}, timeout=RECHECK_S)
+            if not done:
+                raise TimeoutError(f"no connection to Redis in {self.connect_timeout_s:g} s")
+            return attempt.result()
         except ResponseError as refused:
             raise ConnectionError(f"Redis refused the connection: {refused}") from refused
+        finally:
+            attempt.cancel()  # (a no-op once it is done)
 
     async def _open_connection(self) -> _Replies:
         opts, loop = self.options, asyncio.get_running_loop()

@@ -238,6 +238,24 @@ def test_a_reply_that_came_in_time_counts_though_the_loop_was_too_busy_to_read_i
     assert run(scenario()) == [b"late"]
 
 
+def test_a_connection_made_in_time_counts_though_the_loop_was_too_busy_to_see_it(run) -> None:
+    async def scenario() -> list[bytes]:
+        async with FakeRedis(_echo) as address:
+            line = RedisLine(f"redis://{address}/0", timeout_s=0.2, connect_timeout_s=0.2)
+            # when the worker's loop is stuck past the connect timeout right after its
+            # first call started connecting (a first burst)
+            call = asyncio.ensure_future(line.call([("ECHO", "first")]))
+            for _ in range(3):  # (the connect started: the call, its attempt, the socket)
+                await asyncio.sleep(0)
+            time.sleep(0.3)
+            # then the call is served: the kernel made the connection in time
+            replies = await call
+            await line.close()
+            return replies
+
+    assert run(scenario()) == [b"first"]
+
+
 def test_a_connection_redis_closes_fails_its_calls_and_the_next_reconnects(run) -> None:
     async def scenario() -> None:
         async def restart_on_b(command: list[bytes]) -> bytes | None:
