@@ -41,7 +41,6 @@ from gateway.admission.route_usage import (
     StoreUsageReader,
     tracking_rules,
     usage_counters,
-    usage_periods,
 )
 from gateway.admission.stores import AdmissionStores
 from gateway.errors import ApiError
@@ -178,8 +177,10 @@ async def with_route_usage(
 def _usage_periods(caller: Caller) -> tuple[str, ...]:
     if not caller.key.routes:
         return ()
-    deployed = (caller.workspace.routes.get(slug) for slug in caller.key.routes)
-    return usage_periods(d.route for d in deployed if d is not None and d.route is not None)
+    deployed = caller.workspace.routes
+    found = [p for slug in caller.key.routes
+             if (d := deployed.get(slug)) is not None for p in d.periods]  # fmt: skip
+    return tuple(sorted(set(found))) if found else ()
 
 
 def budget_rules(caller: Caller, resolved: Resolved) -> tuple[BudgetRule, ...]:

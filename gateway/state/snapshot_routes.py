@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from gateway.admission.route_usage import usage_periods
 from gateway.state.snapshot_types import DeployedRoute
 from presets.models import Route
 from routing.engine.resolve import CatalogNames
@@ -23,8 +24,8 @@ def load_routes(catalog: CatalogNames) -> dict[int, dict[str, DeployedRoute]]:
         version = row.deployed
         assert version is not None
         try:
-            entry = DeployedRoute(row.slug, version.number, parse_route(
-                version.content, path="", catalog=catalog))  # fmt: skip
+            route = parse_route(version.content, path="", catalog=catalog)
+            entry = DeployedRoute(row.slug, version.number, route, "", usage_periods([route]))
         except RouteInvalid as invalid:
             problem = "; ".join(str(p) for p in invalid.problems)
             log.error("route %s v%s no longer validates: %s", row.slug, version.number, problem)

@@ -59,6 +59,9 @@ class DeployedRoute:
     version: int
     route: Route | None
     problem: str = ""
+    # The periods its rate_limit and budget nodes read (admission/route_usage.py), worked
+    # out once at load rather than by walking its nodes twice a request.
+    periods: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
