@@ -125,6 +125,40 @@ def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_ow
     asyncio.run(run())
 
 
+def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_replies_come() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        await _load_budget_scripts(admitter)
+        # (the period's counters made: no rebuild and second ask to count)
+        assert (await admitter.take([], 0, "warm", _hold("warm", now), now)).admitted
+        sent = _counting_pipelines(admitter)
+        counted = admitter._send
+
+        async def slow(calls):  # type: ignore[no-untyped-def]
+            await asyncio.sleep(0.05)  # a round trip long enough for turns to pass
+            return await counted(calls)
+
+        admitter._send = slow  # type: ignore[method-assign]
+        # when one request's admission is out and three more ask, each in a turn of its own
+        first = asyncio.ensure_future(admitter.take([], 0, "r0", _hold("r0", now), now))
+        later = []
+        for i in range(1, 4):
+            await asyncio.sleep(0.001)
+            later.append(asyncio.ensure_future(
+                admitter.take([], 0, f"r{i}", _hold(f"r{i}", now), now)
+            ))  # fmt: skip
+        taken = await asyncio.gather(first, *later)
+        # then the three went in one pipeline once the first one's replies came
+        assert sent == [["reserve"], ["reserve"] * 3]
+        assert all(t.admitted for t in taken)
+        # and with nothing out, a lone admission goes at once, alone
+        sent.clear()
+        assert (await admitter.take([], 0, "r4", _hold("r4", now), now)).admitted
+        assert sent == [["reserve"]]
+
+    asyncio.run(run())
+
+
 def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
     """The script names of each pipeline `admitter` sends from now on."""
     sent: list[list[str]] = []
