@@ -4,18 +4,17 @@ did not use (the admit step's two store calls; gateway/request_path/admit.py).
 `take` is all or nothing across both: limits are taken first, and when the budget then
 refuses, the limits go back. `StoreAdmitter` calls the stores one after the other (the
 in-process and database stores, where a call is a lock or a transaction). `RedisAdmitter`
-sends both scripts in one round trip, and gives back in batches: the admissions asked for
-in one turn of the event loop share one pipeline (a busy worker starts several requests a
-turn; a lone request waits no longer than the turn), one pipeline of them is out at a
-time (those asked for meanwhile go together when its replies come), and the settlements
-waiting then ride
-in it, ahead of the admissions — while other admitted requests are under way, so that
-more are coming; a settlement no admission comes for within `SETTLE_BATCH_S` goes with
-the others of that wait in a pipeline of their own. The last request under way settles at
-once instead: on an idle worker nothing is coming to ride with, and the next request's
-admission would carry the settlement's script on its own path (at c1 its pack and script
-were ~0.1 ms of the admission's ~0.6; docs/performance.md, session 14). Written first on
-the one connection, it is still counted before that admission.
+sends both scripts in one round trip, and gives back in batches. A lone request's
+admission goes at once; a busy worker's go together: those asked for in one turn of the
+loop in one pipeline, one pipeline out at a time, those asked for meanwhile together when
+its replies come. The settlements waiting ride in it, ahead of the admissions — while
+other admitted requests are under way, so that more are coming; a settlement no
+admission comes for within `SETTLE_BATCH_S` goes with the others of that wait in a
+pipeline of their own. The last request under way settles at once instead: on an idle
+worker nothing is coming to ride with, and the next request's admission would carry the
+settlement's script on its own path (at c1 its pack and script were ~0.1 ms of the
+admission's ~0.6; docs/performance.md, session 14). Written first on the one connection,
+it is still counted before that admission.
 
 The pipelines go on the worker's one connection for them (redis_line.py). A Redis round
 trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
@@ -120,7 +119,7 @@ class RedisAdmitter:
     _flush_timer: asyncio.TimerHandle | None = None
     _under_way: int = 0  # admitted requests not yet given back
     _takes: list[tuple[list[Call], asyncio.Future[list[Any]]]] = field(default_factory=list)
-    _takes_out: bool = False  # a pipeline of admissions is waiting for its replies
+    _takes_out: bool = False  # a pipeline of admissions is out (or its task about to send)
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def take(
@@ -135,7 +134,7 @@ class RedisAdmitter:
             calls.append((acquire, call))
         if hold is not None:
             calls.append((reserve, self.budgets.reserve_call(hold)))
-        replies = await self._this_turn(calls)
+        replies = await self._round_trip(calls)
         limit = acquired(replies.pop(0), planned) if limits else None
         budget = None
         if hold is not None:
@@ -165,35 +164,42 @@ class RedisAdmitter:
             verdict = await self.budgets.reserved(hold, reply)
             if verdict is not None:
                 return verdict
-            (reply,) = await self._this_turn([(reserve, self.budgets.reserve_call(hold))])
+            (reply,) = await self._round_trip([(reserve, self.budgets.reserve_call(hold))])
         raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
 
-    async def _this_turn(self, calls: list[Call]) -> list[Any]:
-        """The replies to `calls`, sent in one pipeline with every other admission's of
-        this turn of the event loop — or, while a pipeline of admissions is out, with every
-        one asked for until its replies come: one is out at a time. The first one queued
-        starts the sender, which runs once the turn is over."""
-        reply: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-        self._takes.append((calls, reply))
-        if len(self._takes) == 1 and not self._takes_out:
+    async def _round_trip(self, calls: list[Call]) -> list[Any]:
+        """The replies to `calls`. On an idle worker (no other request under way, nothing
+        out, no settlement waiting to ride) they go at once, from the caller's own task: no
+        task to start, no turn of the loop to wait for (two turns and a task: 35–65 µs of
+        a lone request's wait here, docs/performance.md session 15). Otherwise one pipeline
+        of admissions is out at a time: `calls` go with the other admissions asked for in
+        this turn of the loop, or while one is out, with every one asked for until its
+        replies come — so a busy worker's admissions share one write and one wake-up of
+        Redis (each costs the worker ~100 µs of CPU on this machine, most of a budgeted
+        request's extra at c16)."""
+        if self._under_way or self._takes_out or self._queue:
+            reply: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+            self._takes.append((calls, reply))
+            if not self._takes_out:
+                self._send_next()  # (its task runs once this turn is over)
+            return await reply
+        self._takes_out = True
+        try:
+            replies = await self._pipelined(calls)
+        finally:
+            self._send_next()
+        return replies
+
+    def _send_next(self) -> None:
+        """The admissions waiting go now, in a task, with the settlements waiting; none
+        waiting, the line is free."""
+        self._takes_out = bool(self._takes)
+        if self._takes_out:
             task = asyncio.get_running_loop().create_task(self._send_takes())
             self._sending.add(task)  # held until done: the loop keeps only a weak reference
             task.add_done_callback(self._sending.discard)
-        return await reply
 
     async def _send_takes(self) -> None:
-        """Pipelines of admissions, one out at a time, until none is waiting. A busy
-        worker's admissions so wait for the round trip before theirs and share one write
-        and one wake-up of Redis (each costs the worker ~100 µs of CPU on this machine,
-        most of a budgeted request's extra at c16); a lone one goes at once."""
-        self._takes_out = True
-        try:
-            while self._takes:
-                await self._send_batch()
-        finally:
-            self._takes_out = False
-
-    async def _send_batch(self) -> None:
         batch, self._takes = self._takes, []
         backs = self._waiting_backs()
         settling, releases = self._settle_calls(backs)
@@ -207,6 +213,8 @@ class RedisAdmitter:
                 if not reply.done():  # (its request was cancelled meanwhile)
                     reply.set_exception(failure)
             return
+        finally:
+            self._send_next()
         self._settle_results(backs, releases, replies[: len(settling)])
         start = len(settling)
         for calls, reply in batch:

@@ -9,7 +9,8 @@ pool, a timeout per read, its observability hooks) — with the settlement, ~1.4
 budgeted request, the budget issue's whole c1 cost; this line, ~150 µs.
 
 What the admission sends is narrow (EVALSHA of its scripts), so this speaks just enough
-RESP2 to send commands and leaves the replies to hiredis's parser, the one redis-py uses.
+RESP2 to send commands, packed by hiredis, and leaves the replies to hiredis's parser, the
+one redis-py uses.
 Error replies come back as `ResponseError` instances, in their place (like redis-py's
 `execute(raise_on_error=False)`). A connection that fails, closes, or over which Redis
 sends nothing for `timeout_s` while calls wait fails every call waiting on it with an
@@ -35,14 +36,9 @@ RECHECK_S = 0.05  # a silence's second look, once the loop has read its sockets
 
 
 def pack(commands: Sequence[Command]) -> bytes:
-    """Commands in RESP2, ready for one write."""
-    out = []
-    for command in commands:
-        out.append(b"*%d\r\n" % len(command))
-        for arg in command:
-            raw = arg if isinstance(arg, bytes) else str(arg).encode()
-            out.append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-    return b"".join(out)
+    """Commands in RESP2, ready for one write: hiredis's packer (C; a third of the time
+    of packing them in Python, ~9 µs for an admission's two scripts here)."""
+    return b"".join([hiredis.pack_command(tuple(command)) for command in commands])
 
 
 class _Replies(asyncio.Protocol):

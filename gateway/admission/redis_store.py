@@ -63,17 +63,18 @@ POOL_WAIT_S = 10.0
 # | {"ok", used...} (used: spent + reserved of each counter, after reserving when ok).
 RESERVE = """
 local amount = tonumber(ARGV[1])
-local missing = {}
+local missing, states = {}, {}
 for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then missing[#missing + 1] = i end
+  states[i] = redis.call('HMGET', KEYS[i], 'spent', 'reserved')  -- one call a counter
+  if not states[i][1] and redis.call('EXISTS', KEYS[i]) == 0 then
+    missing[#missing + 1] = i
+  end
 end
 if #missing > 0 then return {'missing', unpack(missing)} end
 local used = {}
 local refused = 0
 for i = 1, #KEYS do
-  local spent = tonumber(redis.call('HGET', KEYS[i], 'spent') or '0')
-  local reserved = tonumber(redis.call('HGET', KEYS[i], 'reserved') or '0')
-  used[i] = spent + reserved
+  used[i] = tonumber(states[i][1] or '0') + tonumber(states[i][2] or '0')
   if refused == 0 and used[i] + amount > tonumber(ARGV[3 + 2 * i]) then refused = i end
 end
 if refused > 0 then return {'refused', refused, unpack(used)} end

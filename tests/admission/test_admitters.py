@@ -91,9 +91,10 @@ def test_r_lim_2_a_request_its_budget_refuses_gives_its_lease_and_tokens_back(ma
     asyncio.run(run())
 
 
-def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_own_verdict() -> None:
+def test_admissions_asked_for_at_once_share_a_pipeline_each_getting_its_own_verdict() -> None:
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
+        await _load_scripts(admitter)
         sent: list[int] = []
         send = admitter._send
 
@@ -103,15 +104,16 @@ def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_ow
 
         admitter._send = counted  # type: ignore[method-assign]
         limits = [LimitSpec("key:1:bot", requests_per_minute=3)]
-        # when five requests of one key ask in the same turn, its limit with room for three
+        # when five requests of one key ask at once, its limit with room for three
         # (the budget has room for all: a request it refused would free its slot)
         taken = await asyncio.gather(*(
             admitter.take(limits, 10, f"r{i}", _hold(f"r{i}", now), now)
             for i in range(5)
         ))  # fmt: skip
-        # then their ten script calls went in one pipeline (after it, the budget's new
-        # counters are built from the ledger and its reservations asked for again)
-        assert sent[0] == 10
+        # then the first one's two script calls went at once, and the other four's eight
+        # together when its replies came (after them, the budget's new counters are built
+        # from the ledger and its reservations asked for again)
+        assert sent[:2] == [2, 8]
         # and each got its own verdict: the first three, in order, admitted
         assert [t.admitted for t in taken] == [True, True, True, False, False]
         assert [t.limits.admitted for t in taken if t.limits] == [True] * 3 + [False] * 2
@@ -128,7 +130,7 @@ def test_admissions_asked_for_in_one_turn_share_one_pipeline_each_getting_its_ow
 def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_replies_come() -> None:
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
-        await _load_budget_scripts(admitter)
+        await _load_scripts(admitter)
         # (the period's counters made: no rebuild and second ask to count)
         assert (await admitter.take([], 0, "warm", _hold("warm", now), now)).admitted
         sent = _counting_pipelines(admitter)
@@ -151,10 +153,26 @@ def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_repli
         # then the three went in one pipeline once the first one's replies came
         assert sent == [["reserve"], ["reserve"] * 3]
         assert all(t.admitted for t in taken)
-        # and with nothing out, a lone admission goes at once, alone
+        # and once they have ended, on the idle worker, a lone admission goes at once,
+        # alone, from its own task
+        names = ["warm", *(f"r{i}" for i in range(4))]
+        await asyncio.gather(*(
+            admitter.give_back(GiveBack((), name, 0, 0, _hold(name, now), 0, now))
+            for name in names
+        ))  # fmt: skip
         sent.clear()
+        senders = 0
+        send_takes = admitter._send_takes
+
+        async def sender():  # type: ignore[no-untyped-def]
+            nonlocal senders
+            senders += 1
+            await send_takes()
+
+        admitter._send_takes = sender  # type: ignore[method-assign]
         assert (await admitter.take([], 0, "r4", _hold("r4", now), now)).admitted
         assert sent == [["reserve"]]
+        assert senders == 0
 
     asyncio.run(run())
 
@@ -173,16 +191,16 @@ def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
     return sent
 
 
-async def _load_budget_scripts(admitter: RedisAdmitter) -> None:
+async def _load_scripts(admitter: RedisAdmitter) -> None:
     """Loaded: no NOSCRIPT retry pipeline to count."""
-    for script in admitter.budgets.scripts:
+    for script in (*admitter.budgets.scripts, *admitter.limiter.scripts):
         script.sha = await admitter.budgets.client.script_load(script.script)
 
 
 def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it() -> None:
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
-        await _load_budget_scripts(admitter)
+        await _load_scripts(admitter)
         sent = _counting_pipelines(admitter)
         cap = 2_500  # room for two reservations of 1,000, not three
         first = await admitter.take([], 0, "one", _hold("one", now, cap), now)
@@ -215,7 +233,7 @@ def test_the_last_request_under_way_settles_at_once_with_no_admission_to_wait_fo
 ) -> None:
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
-        await _load_budget_scripts(admitter)
+        await _load_scripts(admitter)
         sent = _counting_pipelines(admitter)
         # (were it to wait for company, it would wait all of this)
         monkeypatch.setattr("gateway.admission.admitter.SETTLE_BATCH_S", 3600)
@@ -239,7 +257,7 @@ def test_r_pol_2_a_burst_at_a_periods_start_asks_again_in_one_pipeline_on_the_li
 
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
-        await _load_budget_scripts(admitter)
+        await _load_scripts(admitter)
         sent = _counting_pipelines(admitter)
 
         async def pooled(hold):  # type: ignore[no-untyped-def]
@@ -251,8 +269,11 @@ def test_r_pol_2_a_burst_at_a_periods_start_asks_again_in_one_pipeline_on_the_li
         taken = await asyncio.gather(*(
             admitter.take([], 0, f"r{i}", _hold(f"r{i}", now, cap), now) for i in range(50)
         ))  # fmt: skip
-        # then, the counters rebuilt, all fifty asked again in one pipeline on the line
-        assert sent == [["reserve"] * 50, ["reserve"] * 50]
+        # then all fifty asked, and once the counters were rebuilt asked again, in a few
+        # pipelines on the line (the first request alone, then the others together)
+        assert sent[:2] == [["reserve"], ["reserve"] * 49]
+        assert sum(len(calls) for calls in sent) == 100
+        assert len(sent) <= 4
         # and exactly twenty were admitted
         assert sum(t.admitted for t in taken) == 20
         counter = _hold("x", now).charges[0].counter
