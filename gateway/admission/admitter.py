@@ -155,10 +155,11 @@ class RedisAdmitter:
 
     async def _reserved(self, hold: Hold, reply: Any) -> Verdict:
         """The reservation's verdict. Counters Redis did not hold (a new period, a flush)
-        are rebuilt from the ledger and the reservation asked for again — on the line, with
-        the rest of its turn: a burst at a period's start retries ~100 reservations a worker
-        at once, and through redis-py's pool each wanted a connection of its own (a loaded
-        machine timed some out connecting, and refused 402s as 503s)."""
+        are rebuilt from the ledger and the reservation asked for again — on the line,
+        with the others asked for meanwhile: a burst at a period's start retries ~100
+        reservations a worker at once, and through redis-py's pool each wanted a
+        connection of its own (a loaded machine timed some out connecting, and refused
+        402s as 503s)."""
         reserve, _settle = self.budgets.scripts
         for _ in range(MAX_REBUILDS):
             verdict = await self.budgets.reserved(hold, reply)
