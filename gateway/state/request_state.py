@@ -213,9 +213,9 @@ def apply(effects: Effects) -> None:
         for series_id, provider, observation in effects.credential_observations:
             own.observe(series_id, provider, observation)
     for metric, labels, by in effects.counts:
-        metric.labels(*labels).inc(by)
+        metrics.child(metric, *labels).inc(by)
     for metric, labels, value in effects.samples:
-        metric.labels(*labels).observe(value)
+        metrics.child(metric, *labels).observe(value)
 
 
 # Failures that say nothing about the endpoint: the request cannot be expressed in its API,
@@ -260,17 +260,17 @@ class AttemptObserver:
         own = index < len(self.uses_own) and self.uses_own[index]
         self._own = self.workspace if own else None
         runtime.adaptive().started(endpoint.model)
-        metrics.IN_FLIGHT.labels(endpoint.model).inc()
+        metrics.child(metrics.IN_FLIGHT, endpoint.model).inc()
 
     def finished(
         self, endpoint: EndpointInfo, latency_ms: float | None, failure: AttemptFailed | None
     ) -> None:
         adaptive = runtime.adaptive()
         adaptive.finished(endpoint.model, latency_ms, self.clock.now())
-        metrics.IN_FLIGHT.labels(endpoint.model).dec()
+        metrics.child(metrics.IN_FLIGHT, endpoint.model).dec()
         if endpoint.model in adaptive.ewma:
             estimate = adaptive.ewma[endpoint.model].estimate_ms
-            metrics.LATENCY_ESTIMATE.labels(endpoint.model).set(estimate)
+            metrics.child(metrics.LATENCY_ESTIMATE, endpoint.model).set(estimate)
         cooldowns, own = runtime.cooldowns(), self._own
         if failure is None:
             if latency_ms is not None:
