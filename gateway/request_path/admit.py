@@ -191,8 +191,8 @@ def budget_rules(caller: Caller, resolved: Resolved) -> tuple[BudgetRule, ...]:
     rules += tracking_rules(caller.workspace.id, caller.key.name, _usage_periods(caller))
     choice = resolved.route
     deployed = caller.workspace.routes.get(choice.slug) if choice is not None else None
-    if choice is None or deployed is None or deployed.route is None:
-        return rules
+    if choice is None or deployed is None or deployed.route is None or not deployed.periods:
+        return rules  # (no periods: the route has no budget node)
     scope = key_scope(caller.workspace.id, caller.key.name)
     found = []
     for step in choice.outcome.visited:

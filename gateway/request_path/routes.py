@@ -28,11 +28,12 @@ from routing.engine.routes import (
     REQUESTED,
     ModelNode,
     RejectNode,
+    Route,
     RouteFacts,
     RouteOutcome,
     evaluate,
+    handles,
     narrow_provider,
-    route_for,
     seconds_until_reset,
 )
 from routing.engine.types import AUTO_ALIASES, RoutingRequest
@@ -143,16 +144,10 @@ def route_request(
     """The body the rest of resolve reads, and the route that handled it (None: none)."""
     if facts is None:
         return body, None
-    attached = [caller.workspace.routes.get(slug) for slug in caller.key.routes]
-    deployed = [entry for entry in attached if entry is not None]
-    broken = [e for e in deployed if e.route is None]
-    handling = route_for([e.route for e in deployed if e.route is not None], facts.requested_model)
-    if broken and (handling is None or _before(broken[0].slug, handling.slug, caller)):
-        raise ApiError(503, f"Route `{broken[0].slug}` cannot be used: {broken[0].problem}",
-                       code="route_unavailable")  # fmt: skip
-    if handling is None:
+    deployed = _handling(caller, facts.requested_model)
+    if deployed is None:
         return body, None
-    version = caller.workspace.routes[handling.slug].version
+    handling, version = deployed
     outcome = evaluate(handling, facts, state.usage.of(caller.key.pk, state.now))
     choice = RouteChoice(handling.slug, version, outcome, facts.requested_model)
     effects.count(metrics.ROUTE_REQUESTS, handling.slug, str(version), outcome.visited[-1].node)
@@ -229,9 +224,25 @@ def _requested_model(body: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def _before(first: str, second: str, caller: Caller) -> bool:
-    order = caller.key.routes
-    return order.index(first) < order.index(second)
+def _handling(caller: Caller, requested_model: str) -> tuple[Route, int] | None:
+    """The first of the key's deployed routes that handles the model, and its deployed
+    version (D-23). A deployed route that no longer validates (`DeployedRoute.problem`)
+    before it, or anywhere when none handles the model, refuses the request: it might
+    have handled it (503)."""
+    broken, found = None, None
+    for slug in caller.key.routes:
+        entry = caller.workspace.routes.get(slug)
+        if entry is None:
+            continue  # attached, never deployed
+        if entry.route is None:
+            broken = broken or entry
+        elif handles(entry.route, requested_model):
+            found = entry.route, entry.version
+            break
+    if broken is not None:
+        raise ApiError(503, f"Route `{broken.slug}` cannot be used: {broken.problem}",
+                       code="route_unavailable")  # fmt: skip
+    return found
 
 
 def _rewritten(body: dict[str, Any], node: ModelNode, requested: str) -> dict[str, Any]:

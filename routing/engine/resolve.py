@@ -271,14 +271,18 @@ def session_id_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str | 
     """SPEC R-EXE-7 order: X-Session-Id, Session-Id (case-insensitive even in a plain dict),
     then body `session_id`. The rest of that chain (prompt_cache_key, metadata ids, the hash
     of key and opening messages) needs the API key, so it is the gateway's."""
-    sources = [(name, get_header(headers, name)) for name in SESSION_HEADERS]
-    for param, value in [*sources, ("session_id", body.get("session_id"))]:
-        if value is None or (param in SESSION_HEADERS and not value.strip()):
-            continue
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_SESSION_ID_CHARS:
-            _fail(param, f"a non-empty string of at most {MAX_SESSION_ID_CHARS} characters")
-        return value.strip()
-    return None
+    for name in SESSION_HEADERS:
+        sent = get_header(headers, name)
+        if sent is not None and sent.strip():  # a blank header is no id
+            return _session_id(name, sent)
+    value = body.get("session_id")
+    return None if value is None else _session_id("session_id", value)
+
+
+def _session_id(param: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_SESSION_ID_CHARS:
+        _fail(param, f"a non-empty string of at most {MAX_SESSION_ID_CHARS} characters")
+    return value.strip()
 
 
 def _metadata(value: Any) -> dict[str, str]:

@@ -36,13 +36,13 @@ from routing.engine.routes.guard import GuardVerdict, WindowStats, guard_verdict
 from routing.engine.routes.narrow import narrow_provider
 from routing.engine.routes.parse import parse_route
 from routing.engine.routes.periods import period_bounds, seconds_until_reset
-from routing.engine.routes.select import route_for
+from routing.engine.routes.select import handles, route_for
 
 __all__ = [
     "AUTO", "REQUESTED", "Branch", "BudgetNode", "Change", "ConditionNode", "GuardVerdict",
     "ModelNode", "Node", "Problem", "RateLimitNode", "RejectNode", "RolloutGuard", "Route",
     "RouteFacts", "RouteInvalid", "RouteOutcome", "SplitNode", "Step", "Terminal", "Usage",
     "WindowStats", "canonical_json", "content_hash", "diff_routes", "evaluate", "flow_value",
-    "guard_verdict", "narrow_provider", "node_exits", "node_type", "parse_route",
+    "guard_verdict", "handles", "narrow_provider", "node_exits", "node_type", "parse_route",
     "period_bounds", "render_diff", "route_for", "seconds_until_reset", "split_bucket",
 ]  # fmt: skip

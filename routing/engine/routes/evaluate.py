@@ -12,7 +12,7 @@ Pure: no clock, no I/O; `seconds_until_reset` and `narrow_provider` are re-expor
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
@@ -24,7 +24,6 @@ from routing.engine.routes.graph import (
     BudgetNode,
     ConditionNode,
     ModelNode,
-    Node,
     RateLimitNode,
     RejectNode,
     Route,
@@ -40,7 +39,12 @@ SPLIT_BUCKETS = 10_000  # a split's resolution: a weight share is exact to 0.01 
 # When a split's key is absent, the next present one of these is used; a key id always is.
 SPLIT_KEY_ORDER = ("session", "prompt_cache_key", "key")
 _KEY_LABELS = {"session": "session id", "prompt_cache_key": "prompt_cache_key"}
+# By each `by`: the kinds tried in turn, `by` first.
+_SPLIT_KEY_ORDERS = {by: (by, *(k for k in SPLIT_KEY_ORDER if k != by)) for by in SPLIT_KEY_ORDER}
 _MISSING: Any = object()
+Exit = tuple[str, str, str]  # (exit name, the node it leads to, why)
+_TERMINALS = (ModelNode, RejectNode)
+_COUNTING = (RateLimitNode, BudgetNode)
 
 
 class Usage(Protocol):
@@ -106,38 +110,41 @@ def evaluate(route: Route, facts: RouteFacts, usage: Usage) -> RouteOutcome:
         node = route.nodes.get(node_id)
         if node is None:
             raise ValueError(f"route {route.slug!r} has no node {node_id!r}")
-        if isinstance(node, ModelNode | RejectNode):
+        if isinstance(node, _TERMINALS):
             steps.append(Step(node_id, node_type(node), None, None, _terminal_why(node, facts)))
             refused = refused if isinstance(node, RejectNode) else None
             return RouteOutcome(tuple(steps), node, refused)
-        exit_name, next_id, why = _step(route, node, facts, usage)
-        if exit_name == "exceeded" and isinstance(node, RateLimitNode | BudgetNode):
+        exit_name, next_id, why = _STEPS[type(node)](route, node, facts, usage)
+        if exit_name == "exceeded" and isinstance(node, _COUNTING):
             refused = node.period
         steps.append(Step(node_id, node_type(node), exit_name, next_id, why))
         node_id = next_id
     raise ValueError(f"route {route.slug!r} reaches no model or reject node (a cycle)")
 
 
-def _step(route: Route, node: Node, facts: RouteFacts, usage: Usage) -> tuple[str, str, str]:
-    """(exit, next node, why) of one inner node."""
-    if isinstance(node, ConditionNode):
-        result, why = _test(node, facts)
-        return ("then", node.then, why) if result else ("else", node.else_, why)
-    if isinstance(node, SplitNode):
-        return _split(route, node, facts)
-    if isinstance(node, RateLimitNode):
-        used = usage.requests(node.period)
-        exceeded = used + 1 > node.requests  # this request would be number used + 1
-        verdict = "exceeded" if exceeded else "within"
-        why = f"rate_limit {node.period}: {used} of {node.requests} requests used: {verdict}"
-        return verdict, node.exceeded if exceeded else node.within, why
-    if isinstance(node, BudgetNode):
-        spent = usage.cost_micros(node.period)
-        exceeded = spent >= node.limit_micros
-        verdict = "exceeded" if exceeded else "within"
-        why = f"budget {node.period}: {_usd(spent)} of {_usd(node.limit_micros)} spent: {verdict}"
-        return verdict, node.exceeded if exceeded else node.within, why
-    raise ValueError(f"node {node.id!r} is a terminal")
+# One inner node's (exit, next node, why), by node type: a dict look-up rather than a
+# chain of isinstance tests, as every request's walk runs it once a node.
+
+
+def _condition(route: Route, node: ConditionNode, facts: RouteFacts, usage: Usage) -> Exit:
+    result, why = _test(node, facts)
+    return ("then", node.then, why) if result else ("else", node.else_, why)
+
+
+def _rate_limit(route: Route, node: RateLimitNode, facts: RouteFacts, usage: Usage) -> Exit:
+    used = usage.requests(node.period)
+    exceeded = used + 1 > node.requests  # this request would be number used + 1
+    verdict = "exceeded" if exceeded else "within"
+    why = f"rate_limit {node.period}: {used} of {node.requests} requests used: {verdict}"
+    return verdict, node.exceeded if exceeded else node.within, why
+
+
+def _budget(route: Route, node: BudgetNode, facts: RouteFacts, usage: Usage) -> Exit:
+    spent = usage.cost_micros(node.period)
+    exceeded = spent >= node.limit_micros
+    verdict = "exceeded" if exceeded else "within"
+    why = f"budget {node.period}: {_usd(spent)} of {_usd(node.limit_micros)} spent: {verdict}"
+    return verdict, node.exceeded if exceeded else node.within, why
 
 
 def _terminal_why(node: Terminal, facts: RouteFacts) -> str:
@@ -187,18 +194,19 @@ def _same(actual: Any, value: Any) -> bool:
 
 def _lookup(name: str, facts: RouteFacts) -> Any:
     """The field's value in the facts, or _MISSING."""
-    plain = {"model": facts.requested_model, "endpoint": facts.operation,
-             "session_id": facts.session_id}  # fmt: skip
-    if name in plain:
-        value = plain[name]
-    else:
-        prefix, _, rest = name.partition(".")
-        if prefix == "header":
-            value = facts.headers.get(rest)
-        elif prefix == "metadata":
-            value = facts.metadata.get(rest)
-        else:
-            value = _walk(facts.body, rest.split("."))
+    prefix, _, rest = name.partition(".")
+    if prefix == "metadata":
+        value = facts.metadata.get(rest)
+    elif prefix == "header":
+        value = facts.headers.get(rest)
+    elif name == "model":
+        value = facts.requested_model
+    elif name == "endpoint":
+        value = facts.operation
+    elif name == "session_id":
+        value = facts.session_id
+    else:  # `body.<path>`
+        value = _walk(facts.body, rest.split("."))
     return _MISSING if value is None else value
 
 
@@ -248,25 +256,25 @@ def _split_key(by: str, facts: RouteFacts) -> tuple[str, str, tuple[str, ...]]:
     """(the kind used, its value, the kinds skipped because absent)."""
     if by == "random":
         return "random", str(facts.seed), ()
-    values = {"session": facts.session_id, "prompt_cache_key": facts.prompt_cache_key,
-              "key": str(facts.key_id)}  # fmt: skip
-    order = (by, *(kind for kind in SPLIT_KEY_ORDER if kind != by))
-    skipped: list[str] = []
-    for kind in order:
-        value = values[kind]
+    skipped: tuple[str, ...] = ()
+    for kind in _SPLIT_KEY_ORDERS[by]:
+        if kind == "session":
+            value = facts.session_id
+        elif kind == "prompt_cache_key":
+            value = facts.prompt_cache_key
+        else:
+            return kind, str(facts.key_id), skipped  # always present
         if value:
-            return kind, value, tuple(skipped)
-        skipped.append(kind)
+            return kind, value, skipped
+        skipped += (kind,)
     raise AssertionError("a key id is always present")  # pragma: no cover
 
 
-def _split(route: Route, node: SplitNode, facts: RouteFacts) -> tuple[str, str, str]:
+def _split(route: Route, node: SplitNode, facts: RouteFacts, usage: Usage) -> Exit:
     kind, key, skipped = _split_key(node.by, facts)
     bucket = split_bucket(route.slug, node.id, key)
-    total = sum(branch.weight for branch in node.branches)
-    index, running = len(node.branches) - 1, 0.0  # the last branch takes any rounding rest
-    for i, branch in enumerate(node.branches):
-        running += branch.weight
+    total, index = node.total, len(node.branches) - 1  # the last takes any rounding rest
+    for i, running in enumerate(node.running):
         # bucket / BUCKETS < running / total, without dividing
         if bucket * total < running * SPLIT_BUCKETS:
             index = i
@@ -275,6 +283,13 @@ def _split(route: Route, node: SplitNode, facts: RouteFacts) -> tuple[str, str, 
     via = ""
     if skipped:
         via = f"no {' or '.join(_KEY_LABELS[k] for k in skipped)}, by {kind}: "
-    why = (f"split by {node.by}: {via}bucket {bucket} → {chosen.next} "
-           f"(weight {chosen.weight:g} of {total:g})")  # fmt: skip
+    why = f"split by {node.by}: {via}bucket {bucket} → {chosen.next} ({node.shares[index]})"
     return f"branches[{index}]", chosen.next, why
+
+
+_STEPS: dict[type, Callable[[Route, Any, RouteFacts, Usage], Exit]] = {
+    ConditionNode: _condition,
+    SplitNode: _split,
+    RateLimitNode: _rate_limit,
+    BudgetNode: _budget,
+}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from routing.engine.types import Mode, ProviderPrefs
@@ -56,6 +56,23 @@ class SplitNode:
     id: str
     by: str  # one of SPLIT_BY
     branches: tuple[Branch, ...]
+    # Worked out once, as the node never changes, not on every request's walk: the weights'
+    # sum, each branch's running sum in declared order, and its share as a step's `why`
+    # tells it (`weight 90 of 100`).
+    total: float = field(init=False, repr=False, compare=False)
+    running: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    shares: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        running, sums = 0.0, []
+        for branch in self.branches:
+            running += branch.weight
+            sums.append(running)
+        total = sum(branch.weight for branch in self.branches)
+        object.__setattr__(self, "total", total)
+        object.__setattr__(self, "running", tuple(sums))
+        shares = tuple(f"weight {b.weight:g} of {total:g}" for b in self.branches)
+        object.__setattr__(self, "shares", shares)
 
 
 @dataclass(frozen=True, slots=True)

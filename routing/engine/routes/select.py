@@ -14,7 +14,9 @@ from routing.engine.routes.graph import Route
 def route_for(routes: Sequence[Route], requested_model: str) -> Route | None:
     """The first route with a pattern matching `requested_model` as the client wrote it.
     Case-sensitive shell globs (`support-*`, `*`), the same on every platform."""
-    for route in routes:
-        if any(fnmatchcase(requested_model, pattern) for pattern in route.models):
-            return route
-    return None
+    return next((route for route in routes if handles(route, requested_model)), None)
+
+
+def handles(route: Route, requested_model: str) -> bool:
+    """Does one of the route's `models` patterns match the model as the client wrote it?"""
+    return any(fnmatchcase(requested_model, pattern) for pattern in route.models)
