@@ -25,7 +25,7 @@ more than the request's routing; this is about one a request under load.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,10 +73,14 @@ class GiveBack:
     now: float
 
 
+Meanwhile = Callable[[], object] | None  # the request's own work while its store answers
+
+
 class Admitter(Protocol):
     async def take(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None, now: float
-    ) -> Taken: ...
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
+        now: float, meanwhile: Meanwhile = None,
+    ) -> Taken: ...  # fmt: skip
 
     async def give_back(self, back: GiveBack) -> Settled | None: ...
 
@@ -87,8 +91,11 @@ class StoreAdmitter:
     budgets: BudgetStore
 
     async def take(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None, now: float
-    ) -> Taken:
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
+        now: float, meanwhile: Meanwhile = None,
+    ) -> Taken:  # fmt: skip
+        """`meanwhile` is not run: these stores answer in-process or from the database
+        thread, with no wait of their own to overlap."""
         verdict = None
         if limits:
             verdict = await self.limiter.acquire(limits, tokens=tokens, lease=lease, now=now)
@@ -123,8 +130,13 @@ class RedisAdmitter:
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def take(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None, now: float
-    ) -> Taken:
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
+        now: float, meanwhile: Meanwhile = None,
+    ) -> Taken:  # fmt: skip
+        """`meanwhile`, on an idle worker, runs once the calls are written and before their
+        replies are awaited: the request's own work, done while Redis answers. A busy
+        worker does not run it: there its calls wait for this turn of the loop to end,
+        and work done first would only hold up the turn's pipeline."""
         acquire, _release = self.limiter.scripts
         reserve, _settle = self.budgets.scripts
         calls: list[Call] = []
@@ -134,7 +146,7 @@ class RedisAdmitter:
             calls.append((acquire, call))
         if hold is not None:
             calls.append((reserve, self.budgets.reserve_call(hold)))
-        replies = await self._round_trip(calls)
+        replies = await self._round_trip(calls, meanwhile)
         limit = acquired(replies.pop(0), planned) if limits else None
         budget = None
         if hold is not None:
@@ -168,7 +180,7 @@ class RedisAdmitter:
             (reply,) = await self._round_trip([(reserve, self.budgets.reserve_call(hold))])
         raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
 
-    async def _round_trip(self, calls: list[Call]) -> list[Any]:
+    async def _round_trip(self, calls: list[Call], meanwhile: Meanwhile = None) -> list[Any]:
         """The replies to `calls`. On an idle worker (no other request under way, nothing
         out, no settlement waiting to ride) they go at once, from the caller's own task: no
         task to start, no turn of the loop to wait for (two turns and a task: 35–65 µs of
@@ -186,7 +198,7 @@ class RedisAdmitter:
             return await reply
         self._takes_out = True
         try:
-            replies = await self._pipelined(calls)
+            replies = await self._pipelined(calls, meanwhile)
         finally:
             self._send_next()
         return replies
@@ -300,12 +312,12 @@ class RedisAdmitter:
             if not done.done():
                 done.set_result(settled)
 
-    async def _pipelined(self, calls: Sequence[Call]) -> list[Any]:
+    async def _pipelined(self, calls: Sequence[Call], meanwhile: Meanwhile = None) -> list[Any]:
         """Each script call's reply, all in one round trip. By sha, not through redis-py's
         Script objects, which would ask Redis whether the scripts exist on every pipeline
         (a second round trip). A Redis that lost the scripts (a restart) gets them again,
         and only the calls it refused for that run again: the others have run."""
-        replies = await self._send(calls)
+        replies = await self._send(calls, meanwhile)
         missing = [i for i, reply in enumerate(replies) if _no_script(reply)]
         if missing:
             for script in {calls[i][0] for i in missing}:
@@ -318,10 +330,10 @@ class RedisAdmitter:
             raise BudgetStoreUnavailable(str(failed))
         return replies
 
-    async def _send(self, calls: Sequence[Call]) -> list[Any]:
+    async def _send(self, calls: Sequence[Call], meanwhile: Meanwhile = None) -> list[Any]:
         commands = [("EVALSHA", script.sha, len(keys), *keys, *args)
                     for script, (keys, args) in calls]  # fmt: skip
-        replies: list[Any] = await self._guarded(self.line.call(commands))
+        replies: list[Any] = await self._guarded(self.line.call(commands, meanwhile))
         return replies
 
     async def _guarded(self, call: Awaitable[Any]) -> Any:

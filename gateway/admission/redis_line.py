@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import hiredis
@@ -131,15 +131,22 @@ class RedisLine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connecting: asyncio.Task[_Replies] | None = None
 
-    async def call(self, commands: Sequence[Command]) -> list[Any]:
+    async def call(
+        self, commands: Sequence[Command], meanwhile: Callable[[], object] | None = None
+    ) -> list[Any]:
         """Each command's reply, in order, an error reply as a `ResponseError` in its place.
-        Raises OSError when Redis cannot be reached or does not answer in time."""
+        Raises OSError when Redis cannot be reached or does not answer in time.
+        `meanwhile` runs once the commands are written, before their replies are awaited:
+        the caller's own work, done while Redis answers."""
         if not commands:  # (nothing to wait for: a reply would never come to resolve it)
             return []
         line = self._open
         if line is None or line.lost is not None or self._loop is not asyncio.get_running_loop():
             line = await self._connected()
-        return await line.send(commands)
+        replies = line.send(commands)
+        if meanwhile is not None:
+            meanwhile()
+        return await replies
 
     async def close(self) -> None:
         if self._open is not None and self._open.transport is not None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from gateway import metrics
 from gateway.admission import settling
-from gateway.admission.admitter import GiveBack
+from gateway.admission.admitter import GiveBack, Meanwhile
 from gateway.admission.budget_store import BudgetStoreUnavailable, Hold, Settled
 from gateway.admission.budgets import (
     BudgetRule,
@@ -102,8 +102,11 @@ NOTHING = Admission()
 
 async def admit(
     caller: Caller, resolved: Resolved, models: Iterable[str | None], stores: AdmissionStores,
-    *, deadline_s: float,
+    *, deadline_s: float, meanwhile: Meanwhile = None,
 ) -> Admission:  # fmt: skip
+    """`meanwhile`: the request's own work, which a Redis store runs once the admission's
+    calls are written, while Redis answers (gateway/admission/admitter.py); it may not run
+    at all (no budget or limit applies, another store, a busy worker): it only gets ahead."""
     rules = budget_rules(caller, resolved)
     limits = tuple(s for s in (caller.workspace.limits, caller.key.limits) if s is not None)
     if not rules and not limits:
@@ -115,7 +118,7 @@ async def admit(
                           input_tokens=routing.input_tokens, lease=request_id)  # fmt: skip
     hold = _hold(caller, rules, models, admission, deadline_s) if rules else None
     try:
-        taken = await stores.admitter.take(limits, tokens, request_id, hold, now)
+        taken = await stores.admitter.take(limits, tokens, request_id, hold, now, meanwhile)
     except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
         raise _unavailable() from error
     if taken.limits is not None:

@@ -42,9 +42,22 @@ class Plan:
         self.models = chain.models
         self.effects = Effects(turns=list(chain.turns))
         count_target_pins(chain.pin_outcomes, self.effects)
+        self._ahead: tuple[str | None, Decision, Effects] | None = None
+
+    def decide_first(self) -> None:
+        """Decide the chain's first model ahead — while the admission waits on Redis — and
+        keep it for `decide`. Pure until its effects are applied, and the first draw from
+        the random source either way, so a refused request lost nothing and an admitted
+        one gets the decision it would have got."""
+        if self.models and self._ahead is None:
+            model = self.models[0]
+            self._ahead = (model, *self.decide(model))
 
     def decide(self, model: str | None) -> tuple[Decision, Effects]:
         """The decision for one model of the chain, and the affinity counters it moves."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == model:
+            return ahead[1], ahead[2]
         caller, routing, state = self.caller, self.resolved.routing, self.state
         snap, policy = caller.snapshot, caller.policy
         step = replace(routing, model=model)

@@ -129,6 +129,7 @@ async def _steps(
         plan.models,
         admission_state.stores(),
         deadline_s=deadline_s(caller, gateway),
+        meanwhile=plan.decide_first,  # (step 6's first decision, made while Redis answers)
     )
     record.admission_headers = admission.headers
     try:

@@ -98,9 +98,9 @@ def test_admissions_asked_for_at_once_share_a_pipeline_each_getting_its_own_verd
         sent: list[int] = []
         send = admitter._send
 
-        async def counted(calls):  # type: ignore[no-untyped-def]
+        async def counted(calls, meanwhile=None):  # type: ignore[no-untyped-def]
             sent.append(len(calls))
-            return await send(calls)
+            return await send(calls, meanwhile)
 
         admitter._send = counted  # type: ignore[method-assign]
         limits = [LimitSpec("key:1:bot", requests_per_minute=3)]
@@ -136,9 +136,9 @@ def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_repli
         sent = _counting_pipelines(admitter)
         counted = admitter._send
 
-        async def slow(calls):  # type: ignore[no-untyped-def]
+        async def slow(calls, meanwhile=None):  # type: ignore[no-untyped-def]
             await asyncio.sleep(0.05)  # a round trip long enough for turns to pass
-            return await counted(calls)
+            return await counted(calls, meanwhile)
 
         admitter._send = slow  # type: ignore[method-assign]
         # when one request's admission is out and three more ask, each in a turn of its own
@@ -177,15 +177,40 @@ def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_repli
     asyncio.run(run())
 
 
+def test_an_admissions_work_meanwhile_runs_once_on_an_idle_worker_only() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        await _load_scripts(admitter)
+        ran: list[str] = []
+
+        def meanwhile(name: str):  # type: ignore[no-untyped-def]
+            return lambda: ran.append(name)
+
+        # when a lone admission on an idle worker has work to do while Redis answers
+        assert (await admitter.take([], 0, "r0", _hold("r0", now), now, meanwhile("r0"))).admitted
+        # then it ran, once
+        assert ran == ["r0"]
+        # and when three more ask at once, while it is under way (the worker is busy)
+        taken = await asyncio.gather(*(
+            admitter.take([], 0, f"r{i}", _hold(f"r{i}", now), now, meanwhile(f"r{i}"))
+            for i in range(1, 4)
+        ))  # fmt: skip
+        # then theirs did not run (their requests do that work once admitted)
+        assert ran == ["r0"]
+        assert all(t.admitted for t in taken)
+
+    asyncio.run(run())
+
+
 def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
     """The script names of each pipeline `admitter` sends from now on."""
     sent: list[list[str]] = []
     send = admitter._send
     scripts = {admitter.budgets.scripts[0]: "reserve", admitter.budgets.scripts[1]: "settle"}
 
-    async def counted(calls):  # type: ignore[no-untyped-def]
+    async def counted(calls, meanwhile=None):  # type: ignore[no-untyped-def]
         sent.append([scripts.get(script, "limit") for script, _ in calls])
-        return await send(calls)
+        return await send(calls, meanwhile)
 
     admitter._send = counted  # type: ignore[method-assign]
     return sent

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 
@@ -297,3 +299,43 @@ def test_on_a_real_redis_scripts_run_and_replies_keep_their_types(run) -> None:
     ok, error = run(scenario())
     assert ok == [b"ok", 1, b"two"]
     assert isinstance(error, ResponseError)
+
+
+def test_meanwhile_runs_once_the_commands_are_written_before_their_replies_come(run) -> None:
+    # A Redis in a thread of its own: it reads while the caller's loop is held up, and
+    # answers once the caller's work is done (or 2 s have passed).
+    server = socket.create_server(("127.0.0.1", 0))
+    read, done, replied = threading.Event(), threading.Event(), threading.Event()
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            data = b""
+            while b"hello" not in data:
+                data += connection.recv(65536)
+            read.set()
+            done.wait(2)
+            connection.sendall(b"$5\r\nhello\r\n")
+            replied.set()
+            connection.recv(1)  # (until the line closes)
+
+    threading.Thread(target=serve, daemon=True).start()
+    seen: list[tuple[bool, bool]] = []
+
+    def meanwhile() -> None:
+        seen.append((read.wait(2), replied.is_set()))
+        done.set()
+
+    async def scenario() -> object:
+        line = RedisLine(f"redis://127.0.0.1:{server.getsockname()[1]}/0")
+        # when a call has work of its own to do while Redis answers
+        reply = await line.call([("ECHO", "hello")], meanwhile=meanwhile)
+        await line.close()
+        return reply
+
+    try:
+        # then the work ran once Redis had read the command, before its reply came
+        assert run(scenario()) == [b"hello"]
+        assert seen == [(True, False)]
+    finally:
+        server.close()
