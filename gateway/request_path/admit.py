@@ -1,6 +1,8 @@
 """Step 5 of the request path: admission — rate limits and budgets (SPEC R-LIM-1, R-LIM-2,
 R-POL-2, R-BEY-8, D-28, D-29), after the plan names the models a request may try and before
-any endpoint of them is decided or called.
+any endpoint of them is called. (On an idle worker with Redis, the first model is decided
+while Redis answers — `meanwhile` — but nothing of that decision takes effect before the
+request is admitted.)
 
 The rate limits of the key and its workspace (requests, the input estimate plus
 `max_tokens` as tokens, a concurrency lease) are taken all or nothing, together with the
