@@ -16,6 +16,9 @@ settlement's script on its own path (at c1 its pack and script were ~0.1 ms of t
 admission's ~0.6; docs/performance.md, session 14). Written first on the one connection,
 it is still counted before that admission.
 
+A request whose client leaves once its admission's calls are out gets nothing, and gives
+back what they took when their replies come (`_given_up`), written after them on the line.
+
 The pipelines go on the worker's one connection for them (redis_line.py). A Redis round
 trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
 wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
@@ -25,8 +28,10 @@ more than the request's routing; this is about one a request under load.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from redis.commands.core import AsyncScript
@@ -42,9 +47,10 @@ from gateway.admission.budget_store import (
 from gateway.admission.limit_store import LimitStore
 from gateway.admission.limits import LimitSpec, LimitVerdict
 from gateway.admission.redis_limits import RedisLimiter, acquired
-from gateway.admission.redis_line import RedisLine
+from gateway.admission.redis_line import GivenUp, RedisLine
 from gateway.admission.redis_store import MAX_REBUILDS, REDIS_ERRORS, RedisBudgetStore
 
+log = logging.getLogger(__name__)
 Call = tuple[AsyncScript, tuple[list[str], list[Any]]]  # a script, its keys and arguments
 SETTLE_BATCH_S = 0.025  # settlements wait at most this long for company (an admission)
 SETTLE_BATCH_MAX = 128
@@ -125,7 +131,9 @@ class RedisAdmitter:
     _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)
     _flush_timer: asyncio.TimerHandle | None = None
     _under_way: int = 0  # admitted requests not yet given back
-    _takes: list[tuple[list[Call], asyncio.Future[list[Any]]]] = field(default_factory=list)
+    _takes: list[tuple[list[Call], asyncio.Future[list[Any]], GivenUp]] = field(
+        default_factory=list
+    )
     _takes_out: bool = False  # a pipeline of admissions is out (or its task about to send)
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
 
@@ -146,7 +154,8 @@ class RedisAdmitter:
             calls.append((acquire, call))
         if hold is not None:
             calls.append((reserve, self.budgets.reserve_call(hold)))
-        replies = await self._round_trip(calls, meanwhile)
+        given_up = partial(self._given_up, limits, tokens, lease, hold, planned)
+        replies = await self._round_trip(calls, meanwhile, given_up)
         limit = acquired(replies.pop(0), planned) if limits else None
         budget = None
         if hold is not None:
@@ -165,6 +174,36 @@ class RedisAdmitter:
             self._under_way += 1
         return taken
 
+    def _given_up(
+        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
+        planned: list[Any], replies: list[Any],
+    ) -> None:  # fmt: skip
+        """A request that gave up (its client left) after its admission's calls were
+        written gives back what they took, once their replies say what that was — sent
+        after them on the line, so Redis runs it after them. Otherwise the reservation
+        would stay open until the sweeper charged it in full."""
+        _acquire, release = self.limiter.scripts
+        _reserve, settle = self.budgets.scripts
+        calls: list[Call] = []
+        if limits and _ran(replies[0]) and acquired(replies[0], planned).admitted:
+            keys, args = self.limiter.release_call(limits, lease=lease, tokens_reserved=tokens,
+                                                   tokens_used=0)  # fmt: skip
+            if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
+                calls.append((release, (keys, args)))
+        if hold is not None and _ran(replies[-1]) and self.budgets.reserves(replies[-1]):
+            calls.append((settle, self.budgets.cancel_call(hold)))
+        if calls:
+            task = asyncio.get_running_loop().create_task(self._give_back_for(lease, calls))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _give_back_for(self, lease: str, calls: list[Call]) -> None:
+        try:
+            await self._pipelined(calls)
+        except BudgetStoreUnavailable as error:
+            log.error("giving back request %s's admission failed (%s); the sweeper will",
+                      lease, error)  # fmt: skip
+
     async def _reserved(self, hold: Hold, reply: Any) -> Verdict:
         """The reservation's verdict. Counters Redis did not hold (a new period, a flush)
         are rebuilt from the ledger and the reservation asked for again — on the line,
@@ -180,7 +219,9 @@ class RedisAdmitter:
             (reply,) = await self._round_trip([(reserve, self.budgets.reserve_call(hold))])
         raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
 
-    async def _round_trip(self, calls: list[Call], meanwhile: Meanwhile = None) -> list[Any]:
+    async def _round_trip(
+        self, calls: list[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
+    ) -> list[Any]:
         """The replies to `calls`. On an idle worker (no other request under way, nothing
         out, no settlement waiting to ride) they go at once, from the caller's own task: no
         task to start, no turn of the loop to wait for (two turns and a task: 35–65 µs of
@@ -192,13 +233,13 @@ class RedisAdmitter:
         request's extra at c16)."""
         if self._under_way or self._takes_out or self._queue:
             reply: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-            self._takes.append((calls, reply))
+            self._takes.append((calls, reply, given_up))
             if not self._takes_out:
                 self._send_next()  # (its task runs once this turn is over)
             return await reply
         self._takes_out = True
         try:
-            replies = await self._pipelined(calls, meanwhile)
+            replies = await self._pipelined(calls, meanwhile, given_up)
         finally:
             self._send_next()
         return replies
@@ -218,10 +259,10 @@ class RedisAdmitter:
         settling, releases = self._settle_calls(backs)
         try:
             replies = await self._pipelined(
-                [*settling, *(call for calls, _ in batch for call in calls)]
+                [*settling, *(call for calls, _, _ in batch for call in calls)]
             )
         except Exception as failure:  # noqa: BLE001 — every request waiting must hear of it
-            waiting = [reply for _, reply in batch] + [done for _, done in backs]
+            waiting = [reply for _, reply, _ in batch] + [done for _, done in backs]
             for reply in waiting:
                 if not reply.done():  # (its request was cancelled meanwhile)
                     reply.set_exception(failure)
@@ -230,9 +271,12 @@ class RedisAdmitter:
             self._send_next()
         self._settle_results(backs, releases, replies[: len(settling)])
         start = len(settling)
-        for calls, reply in batch:
+        for calls, reply, given_up in batch:
+            got = replies[start : start + len(calls)]
             if not reply.done():
-                reply.set_result(replies[start : start + len(calls)])
+                reply.set_result(got)
+            elif reply.cancelled() and given_up is not None:  # its request gave up
+                given_up(got)
             start += len(calls)
 
     async def give_back(self, back: GiveBack) -> Settled | None:
@@ -312,12 +356,14 @@ class RedisAdmitter:
             if not done.done():
                 done.set_result(settled)
 
-    async def _pipelined(self, calls: Sequence[Call], meanwhile: Meanwhile = None) -> list[Any]:
+    async def _pipelined(
+        self, calls: Sequence[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
+    ) -> list[Any]:
         """Each script call's reply, all in one round trip. By sha, not through redis-py's
         Script objects, which would ask Redis whether the scripts exist on every pipeline
         (a second round trip). A Redis that lost the scripts (a restart) gets them again,
         and only the calls it refused for that run again: the others have run."""
-        replies = await self._send(calls, meanwhile)
+        replies = await self._send(calls, meanwhile, given_up)
         missing = [i for i, reply in enumerate(replies) if _no_script(reply)]
         if missing:
             for script in {calls[i][0] for i in missing}:
@@ -330,10 +376,12 @@ class RedisAdmitter:
             raise BudgetStoreUnavailable(str(failed))
         return replies
 
-    async def _send(self, calls: Sequence[Call], meanwhile: Meanwhile = None) -> list[Any]:
+    async def _send(
+        self, calls: Sequence[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
+    ) -> list[Any]:
         commands = [("EVALSHA", script.sha, len(keys), *keys, *args)
                     for script, (keys, args) in calls]  # fmt: skip
-        replies: list[Any] = await self._guarded(self.line.call(commands, meanwhile))
+        replies: list[Any] = await self._guarded(self.line.call(commands, meanwhile, given_up))
         return replies
 
     async def _guarded(self, call: Awaitable[Any]) -> Any:
@@ -341,6 +389,11 @@ class RedisAdmitter:
             return await call
         except REDIS_ERRORS as error:
             raise BudgetStoreUnavailable(str(error)) from error
+
+
+def _ran(reply: Any) -> bool:
+    """A script's reply, not an error in its place (NOSCRIPT: it did not run)."""
+    return not isinstance(reply, Exception)
 
 
 def _no_script(reply: Any) -> bool:

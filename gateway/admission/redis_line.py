@@ -41,14 +41,20 @@ def pack(commands: Sequence[Command]) -> bytes:
     return b"".join([hiredis.pack_command(tuple(command)) for command in commands])
 
 
+# Gets the replies of a call whose caller was cancelled once its commands were written.
+GivenUp = Callable[[list[Any]], None] | None
+
+
 class _Replies(asyncio.Protocol):
     """A connection's reader: each reply goes to the oldest call still waiting for one."""
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self.parser = hiredis.Reader(replyError=ResponseError)
-        # (replies expected, replies so far, its future, when it was sent)
-        self.waiting: deque[tuple[int, list[Any], asyncio.Future[list[Any]], float]] = deque()
+        # (replies expected, replies so far, its future, when it was sent, its `given_up`)
+        self.waiting: deque[tuple[int, list[Any], asyncio.Future[list[Any]], float, GivenUp]] = (
+            deque()
+        )
         self.transport: asyncio.Transport | None = None
         self.lost: Exception | None = None
         self._watch: asyncio.TimerHandle | None = None
@@ -58,11 +64,13 @@ class _Replies(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # (uvloop's is not a subclass)
 
-    def send(self, commands: Sequence[Command]) -> asyncio.Future[list[Any]]:
+    def send(
+        self, commands: Sequence[Command], given_up: GivenUp = None
+    ) -> asyncio.Future[list[Any]]:
         assert self.transport is not None
         loop = asyncio.get_running_loop()
         replies: asyncio.Future[list[Any]] = loop.create_future()
-        self.waiting.append((len(commands), [], replies, loop.time()))
+        self.waiting.append((len(commands), [], replies, loop.time(), given_up))
         self.transport.write(pack(commands))
         if self._watch is None:
             self._watch = loop.call_later(self.timeout_s, self._check)
@@ -75,12 +83,14 @@ class _Replies(asyncio.Protocol):
             if not self.waiting:  # nothing asked for this: the stream is out of step
                 self._fail(ConnectionError("Redis sent a reply nobody asked for"))
                 return
-            expected, got, replies, _ = self.waiting[0]
+            expected, got, replies, _, given_up = self.waiting[0]
             got.append(reply)
             if len(got) == expected:
                 self.waiting.popleft()
-                if not replies.done():  # (its request may have been cancelled)
+                if not replies.done():
                     replies.set_result(got)
+                elif replies.cancelled() and given_up is not None:  # its request gave up
+                    given_up(got)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(exc or ConnectionError("Redis closed the connection"))
@@ -132,18 +142,22 @@ class RedisLine:
         self._connecting: asyncio.Task[_Replies] | None = None
 
     async def call(
-        self, commands: Sequence[Command], meanwhile: Callable[[], object] | None = None
+        self,
+        commands: Sequence[Command],
+        meanwhile: Callable[[], object] | None = None,
+        given_up: GivenUp = None,
     ) -> list[Any]:
         """Each command's reply, in order, an error reply as a `ResponseError` in its place.
         Raises OSError when Redis cannot be reached or does not answer in time.
         `meanwhile` runs once the commands are written, before their replies are awaited:
-        the caller's own work, done while Redis answers."""
+        the caller's own work, done while Redis answers. `given_up` gets the replies of a
+        call cancelled after its commands were written: what they did, undone."""
         if not commands:  # (nothing to wait for: a reply would never come to resolve it)
             return []
         line = self._open
         if line is None or line.lost is not None or self._loop is not asyncio.get_running_loop():
             line = await self._connected()
-        replies = line.send(commands)
+        replies = line.send(commands, given_up)
         if meanwhile is not None:
             meanwhile()
         return await replies

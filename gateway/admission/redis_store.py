@@ -194,6 +194,11 @@ class RedisBudgetStore:
             args += [charge.cap_micros, int(charge.reset_at) + KEEP_AFTER_PERIOD_S]
         return keys, args
 
+    @staticmethod
+    def reserves(reply: Sequence[Any]) -> bool:
+        """Did the reserve script whose reply this is open the reservation?"""
+        return _text(reply[0]) == "ok"
+
     async def reserved(self, hold: Hold, reply: Sequence[Any]) -> Verdict | None:
         """The verdict of a reserve script's reply; None when counters were missing — they
         are rebuilt from the ledger, and the script must run again."""

@@ -98,9 +98,9 @@ def test_admissions_asked_for_at_once_share_a_pipeline_each_getting_its_own_verd
         sent: list[int] = []
         send = admitter._send
 
-        async def counted(calls, meanwhile=None):  # type: ignore[no-untyped-def]
+        async def counted(calls, meanwhile=None, given_up=None):  # type: ignore[no-untyped-def]
             sent.append(len(calls))
-            return await send(calls, meanwhile)
+            return await send(calls, meanwhile, given_up)
 
         admitter._send = counted  # type: ignore[method-assign]
         limits = [LimitSpec("key:1:bot", requests_per_minute=3)]
@@ -136,9 +136,9 @@ def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_repli
         sent = _counting_pipelines(admitter)
         counted = admitter._send
 
-        async def slow(calls, meanwhile=None):  # type: ignore[no-untyped-def]
+        async def slow(calls, meanwhile=None, given_up=None):  # type: ignore[no-untyped-def]
             await asyncio.sleep(0.05)  # a round trip long enough for turns to pass
-            return await counted(calls, meanwhile)
+            return await counted(calls, meanwhile, given_up)
 
         admitter._send = slow  # type: ignore[method-assign]
         # when one request's admission is out and three more ask, each in a turn of its own
@@ -202,15 +202,48 @@ def test_an_admissions_work_meanwhile_runs_once_on_an_idle_worker_only() -> None
     asyncio.run(run())
 
 
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy"])
+def test_r_pol_2_a_request_that_gives_up_while_redis_answers_keeps_nothing(busy) -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        await _load_scripts(admitter)
+        limits = [LimitSpec("key:1:bot", concurrent=1)]
+        counter = _hold("x", now).charges[0].counter
+        # (the period's counter made: the reservation is taken at the first ask)
+        assert (await admitter.take([], 0, "warm", _hold("warm", now), now)).admitted
+        await admitter.give_back(GiveBack((), "warm", 0, 0, _hold("warm", now), 0, now))
+        if busy:  # another admitted request under way: admissions go in the turn's pipeline
+            assert (await admitter.take([], 0, "other", _hold("other", now), now)).admitted
+        before = (await admitter.budgets.read([counter]))[counter]
+        # when a request's client leaves once its admission's calls are out (or queued for
+        # this turn's pipeline), before their replies come
+        leaving = asyncio.ensure_future(admitter.take(limits, 10, "gone", _hold("gone", now), now))
+        await asyncio.sleep(0)  # (its first step: the calls written, its replies awaited)
+        leaving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await leaving
+        # then once Redis has answered, what it took is given back: nothing reserved or
+        # counted on the budget, and the concurrency lease free for the next request
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            after = (await admitter.budgets.read([counter]))[counter]
+            if (after.reserved_micros, after.requests) == (before.reserved_micros, before.requests):
+                break
+        assert (after.reserved_micros, after.requests) == (before.reserved_micros, before.requests)
+        assert (await admitter.take(limits, 10, "next", None, now)).admitted
+
+    asyncio.run(run())
+
+
 def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
     """The script names of each pipeline `admitter` sends from now on."""
     sent: list[list[str]] = []
     send = admitter._send
     scripts = {admitter.budgets.scripts[0]: "reserve", admitter.budgets.scripts[1]: "settle"}
 
-    async def counted(calls, meanwhile=None):  # type: ignore[no-untyped-def]
+    async def counted(calls, meanwhile=None, given_up=None):  # type: ignore[no-untyped-def]
         sent.append([scripts.get(script, "limit") for script, _ in calls])
-        return await send(calls, meanwhile)
+        return await send(calls, meanwhile, given_up)
 
     admitter._send = counted  # type: ignore[method-assign]
     return sent
