@@ -276,7 +276,7 @@ class RedisAdmitter:
             if not reply.done():
                 reply.set_result(got)
             elif reply.cancelled() and given_up is not None:  # its request gave up
-                given_up(got)
+                asyncio.get_running_loop().call_soon(given_up, got)  # (the rest get theirs first)
             start += len(calls)
 
     async def give_back(self, back: GiveBack) -> Settled | None:

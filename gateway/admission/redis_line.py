@@ -90,7 +90,8 @@ class _Replies(asyncio.Protocol):
                 if not replies.done():
                     replies.set_result(got)
                 elif replies.cancelled() and given_up is not None:  # its request gave up
-                    given_up(got)
+                    # (soon, not here: whatever it raises must not stop this connection's reads)
+                    asyncio.get_running_loop().call_soon(given_up, got)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(exc or ConnectionError("Redis closed the connection"))
