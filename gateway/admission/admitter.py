@@ -145,8 +145,7 @@ class RedisAdmitter:
         replies are awaited: the request's own work, done while Redis answers. A busy
         worker does not run it: there its calls wait for this turn of the loop to end,
         and work done first would only hold up the turn's pipeline."""
-        acquire, _release = self.limiter.scripts
-        reserve, _settle = self.budgets.scripts
+        (acquire, _), (reserve, _) = self.limiter.scripts, self.budgets.scripts
         calls: list[Call] = []
         planned: list[Any] = []
         if limits:
@@ -160,15 +159,13 @@ class RedisAdmitter:
         budget = None
         if hold is not None:
             budget = await self._reserved(hold, replies[0])
+        undo: list[Call] = []
         if limit is not None and not limit.admitted and budget is not None and budget.admitted:
-            keys, args = self.budgets.cancel_call(hold)  # type: ignore[arg-type]
-            await self._pipelined([(_settle, (keys, args))])
-            return Taken(limit, None)
-        if budget is not None and not budget.admitted and limit is not None and limit.admitted:
-            keys, args = self.limiter.release_call(limits, lease=lease, tokens_reserved=tokens,
-                                                   tokens_used=0)  # fmt: skip
-            if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
-                await self._pipelined([(_release, (keys, args))])
+            undo, budget = self._undo_calls(lease, tokens, (), hold), None
+        elif budget is not None and not budget.admitted and limit is not None and limit.admitted:
+            undo = self._undo_calls(lease, tokens, limits, None)
+        if undo:
+            await self._pipelined(undo)
         taken = Taken(limit, budget)
         if taken.admitted:
             self._under_way += 1
@@ -182,20 +179,29 @@ class RedisAdmitter:
         written gives back what they took, once their replies say what that was — sent
         after them on the line, so Redis runs it after them. Otherwise the reservation
         would stay open until the sweeper charged it in full."""
-        _acquire, release = self.limiter.scripts
-        _reserve, settle = self.budgets.scripts
-        calls: list[Call] = []
-        if limits and _ran(replies[0]) and acquired(replies[0], planned).admitted:
-            keys, args = self.limiter.release_call(limits, lease=lease, tokens_reserved=tokens,
-                                                   tokens_used=0)  # fmt: skip
-            if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
-                calls.append((release, (keys, args)))
-        if hold is not None and _ran(replies[-1]) and self.budgets.reserves(replies[-1]):
-            calls.append((settle, self.budgets.cancel_call(hold)))
+        taken = limits and _ran(replies[0]) and acquired(replies[0], planned).admitted
+        reserved = hold is not None and _ran(replies[-1]) and self.budgets.reserves(replies[-1])
+        calls = self._undo_calls(lease, tokens, limits if taken else (), hold if reserved else None)
         if calls:
             task = asyncio.get_running_loop().create_task(self._give_back_for(lease, calls))
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
+
+    def _undo_calls(
+        self, lease: str, tokens: int, limits: Sequence[LimitSpec], hold: Hold | None
+    ) -> list[Call]:
+        """The calls that give back, unused, the `limits` an admission took and the
+        reservation `hold` it opened: a request one of them refused after the other had
+        admitted it, or one whose client left."""
+        calls: list[Call] = []
+        if limits:
+            keys, args = self.limiter.release_call(limits, lease=lease, tokens_reserved=tokens,
+                                                   tokens_used=0)  # fmt: skip
+            if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
+                calls.append((self.limiter.scripts[1], (keys, args)))
+        if hold is not None:
+            calls.append((self.budgets.scripts[1], self.budgets.cancel_call(hold)))
+        return calls
 
     async def _give_back_for(self, lease: str, calls: list[Call]) -> None:
         try:
