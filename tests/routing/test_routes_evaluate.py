@@ -304,7 +304,7 @@ def test_r_route_1_split_by_session_picks_the_branch_of_its_bucket(
     # then
     assert outcome.visited[0] == Step(
         "split", "split", f"branches[{index}]", target,
-        f"split by session: bucket {bucket} → {target} (weight {weight} of 100)",
+        f"split by session: bucket {bucket} -> {target} (weight {weight} of 100)",
     )  # fmt: skip
 
 
@@ -348,7 +348,7 @@ def test_r_route_1_split_key_and_its_documented_fallbacks(_case, by, facts, key,
     outcome = evaluate(_split_route(by), make_facts(**facts), NO_USAGE)
     # then
     assert outcome.visited[0].why == (
-        f"{prefix}bucket {bucket} → {target} (weight {weight} of 100)"
+        f"{prefix}bucket {bucket} -> {target} (weight {weight} of 100)"
     )
     assert outcome.terminal.id == target
 
@@ -361,7 +361,7 @@ def test_split_with_fractional_weights_names_them_compactly():
     # when
     outcome = evaluate(_split_route(weights=(0.5, 2)), make_facts(session_id=session), NO_USAGE)
     # then
-    assert outcome.visited[0].why.endswith(f"→ {target} (weight {weight} of 2.5)")
+    assert outcome.visited[0].why.endswith(f"-> {target} (weight {weight} of 2.5)")
 
 
 def test_evaluate_refuses_a_hand_built_cycle_instead_of_looping():

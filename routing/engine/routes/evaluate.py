@@ -283,7 +283,9 @@ def _split(route: Route, node: SplitNode, facts: RouteFacts, usage: Usage) -> Ex
     via = ""
     if skipped:
         via = f"no {' or '.join(_KEY_LABELS[k] for k in skipped)}, by {kind}: "
-    why = f"split by {node.by}: {via}bucket {bucket} → {chosen.next} ({node.shares[index]})"
+    # ASCII: one character past Latin-1 makes the whole trace's JSON a string of two bytes
+    # a character, encoded again for the database (~26 K instructions a routed request).
+    why = f"split by {node.by}: {via}bucket {bucket} -> {chosen.next} ({node.shares[index]})"
     return f"branches[{index}]", chosen.next, why
 
 
