@@ -231,4 +231,5 @@ async def _sample(tally: _Tally, probe: Probe) -> CpuShare:
         worker_connections=probe.worker_connections(),
         machine_busy_s=spent["machine"],
         machine_capacity_s=elapsed_s * probe.cpus,
+        stores_s=spent["stores"],
     )

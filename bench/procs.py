@@ -85,6 +85,22 @@ def established_connections(port: int, pids: tuple[int, ...]) -> tuple[int, ...]
     return tuple(counts)
 
 
+STORE_COMMANDS = ("redis-server", "postgres")  # `--store postgres-redis`
+
+
+def store_cpu_seconds() -> float:
+    """CPU seconds so far of every Redis and PostgreSQL process on the machine: the
+    gateway's stores, and their share of a request's cost. A backend that exits between
+    two readings takes its time with it (the gateway's connections outlive a window)."""
+    total = 0.0
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "comm").read_text().strip() in STORE_COMMANDS:
+                    total += cpu_seconds(int(entry.name))
+    return total
+
+
 def machine_busy_s() -> float:
     """CPU seconds all CPUs spent not idle since boot (first line of /proc/stat)."""
     values = [int(v) for v in (PROC / "stat").read_text().split("\n", 1)[0].split()[1:]]

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from bench.results import Measurement, Pair, Verdict
-from bench.run import BenchReport
+from bench.run import BenchReport, load_name
 
 # A client process using more of a core than this may be what limits the rate.
 LOADGEN_SATURATED_PCT = 85.0
@@ -30,6 +30,7 @@ def render(report: BenchReport) -> str:
                 for line in _path_vs_chat(report.pairs, api, title, what)
             ),
             *_lean(report.lean),
+            *(line for api in COSTED_PATHS for line in _cost_split(report.pairs, api)),
             *_cpu(report.pairs),
             *_memory(report),
             *_bars(report.verdicts),
@@ -168,6 +169,58 @@ def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> lis
     return [*rows, ""]
 
 
+COSTED_PATHS = ("routed", "governed")  # the paths whose bars are throughput at c16
+COST_ROLES = (("gateway", "the gateway"), ("stores_s", "Redis and PostgreSQL"),
+              ("loadgen_s", "the load generator"), ("fake_s", "the fake upstream"),
+              ("others_s", "the rest of the machine"),
+              ("machine_busy_s", "the whole machine"))  # fmt: skip
+
+
+def _cost_split(pairs: Sequence[Pair], api: str) -> list[str]:
+    """Each role's CPU a completed request, `api` against chat, pooled over the rounds
+    (the windows' CPU seconds over their requests). With the machine busy (c16), chat's
+    machine cost over the path's is the throughput ratio the path's extra work allows: a
+    second reading of the rates' ratio (a 2-s window's rate moves by ±15 % here), and one
+    that says which process the difference is in."""
+    windows: dict[tuple[bool, int, str], list[Measurement]] = {}
+    for p in pairs:
+        if p.gateway.api in ("chat", api):
+            key = (p.gateway.stream, p.gateway.concurrency, p.gateway.api)
+            windows.setdefault(key, []).append(p.gateway)
+    scenarios = sorted({(stream, conc) for stream, conc, a in windows if a == api})
+    if not scenarios:
+        return []
+    stores = any(m.cpu.stores_s for ms in windows.values() for m in ms)
+    roles = [(name, label) for name, label in COST_ROLES if stores or name != "stores_s"]
+    rows = [
+        f"### Where a request's CPU goes: {api} against chat",
+        "",
+        "µs of CPU a completed request, pooled over the rounds. At c16 the machine is "
+        f"busy: chat/{api} of the whole machine is the throughput ratio {api}'s extra "
+        "work allows.",
+        "",
+        f"| mode | conc | CPU of | chat | {api} | {api} − chat |",
+        "|---|--:|---|--:|--:|--:|",
+    ]
+    for stream, conc in scenarios:
+        chat, other = windows.get((stream, conc, "chat"), []), windows[(stream, conc, api)]
+        for name, label in roles:
+            a, b = _pooled_us(chat, name), _pooled_us(other, name)
+            rows.append(f"| {load_name(stream)} | {conc} | {label} | {_n(a, 0)} | {_n(b, 0)}"
+                        f" | {_n(b - a, 0, '+')} |")  # fmt: skip
+        whole = _pooled_us(other, "machine_busy_s")
+        ratio = _pooled_us(chat, "machine_busy_s") / whole if whole else math.nan
+        rows.append(f"| {load_name(stream)} | {conc} | chat/{api}, the whole machine"
+                    f" | | | {_n(ratio)} |")  # fmt: skip
+    return [*rows, ""]
+
+
+def _pooled_us(windows: Sequence[Measurement], role: str) -> float:
+    completed = sum(m.completed for m in windows)
+    spent = sum(m.cpu.gateway_s if role == "gateway" else getattr(m.cpu, role) for m in windows)
+    return spent / completed * 1e6 if completed else math.nan
+
+
 def _lean(rounds: Sequence[dict[str, float]]) -> list[str]:
     """Each chat path's added p50 at c1 from the lean client, per round, the paths in
     alternating blocks (bench/lean.py); the other paths also as a difference from chat."""
@@ -222,9 +275,10 @@ def _cpu(pairs: Sequence[Pair]) -> list[str]:
     rows = [
         "### CPU during the window (% of one core) and per request",
         "",
-        "| mode | conc | target | loadgen % | fake % | gateway % | per worker % (conns) | others %"
-        " | machine busy % | loadgen µs/req | gateway µs/req | upstream calls/req |",
-        "|---|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|",
+        "| mode | conc | target | loadgen % | fake % | gateway % | per worker % (conns)"
+        " | stores % | others % | machine busy % | loadgen µs/req | gateway µs/req"
+        " | upstream calls/req |",
+        "|---|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|",
     ]
     # Another path's pair shares its direct run with the chat pair before it: listed once.
     measured = [m for p in pairs for m in ((p.direct, p.gateway) if p.gateway.api == "chat"
@@ -235,7 +289,7 @@ def _cpu(pairs: Sequence[Pair]) -> list[str]:
         rows.append(
             f"| {m.mode} | {m.concurrency} | {m.target} | {_pct(m, m.cpu.loadgen_s)}"
             f" | {_pct(m, m.cpu.fake_s)} | {_pct(m, m.cpu.gateway_s)}"
-            f" | {_per_worker(m)}"
+            f" | {_per_worker(m)} | {_pct(m, m.cpu.stores_s)}"
             f" | {_pct(m, m.cpu.others_s)} | {_n(m.cpu.machine_busy_pct, 0)}"
             f" | {_n(m.cpu_us_per_request(m.cpu.loadgen_s), 0)} | {_n(gateway_us, 0)}"
             f" | {_n(calls, 3)} |"

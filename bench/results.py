@@ -26,12 +26,14 @@ class CpuShare:
     worker_connections: tuple[int, ...]  # client connections each worker held at the end
     machine_busy_s: float  # every process and the kernel, from /proc/stat
     machine_capacity_s: float  # window length x number of CPUs
+    stores_s: float = 0.0  # Redis and PostgreSQL (measured with `--store postgres-redis`)
 
     @property
     def others_s(self) -> float:
         """Busy time not charged to the benchmark's processes: other programs on the machine,
         plus kernel work and accounting slack (a few % of a core when the machine is quiet)."""
-        return max(self.machine_busy_s - self.loadgen_s - self.fake_s - self.gateway_s, 0.0)
+        ours = self.loadgen_s + self.fake_s + self.gateway_s + self.stores_s
+        return max(self.machine_busy_s - ours, 0.0)
 
     @property
     def machine_busy_pct(self) -> float:

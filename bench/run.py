@@ -112,7 +112,7 @@ def run_bench(options: BenchOptions) -> BenchReport:
         keys = prepare_database(env, fake.base_url, workdir)
         gateway, tree = _start_gateway(stack, env, options.gateway)
         via = Target("gateway", f"{gateway.base_url}/chat/completions", GATEWAY_MODEL, keys.plain)
-        probe = Probe(fake.process.pid, cpus, tree, gateway.port)
+        probe = Probe(fake.process.pid, cpus, tree, gateway.port, options.store != "sqlite")
         report.rss.append(_rss("idle, before load", tree))
         messages = replace(via, url=f"{gateway.base_url}/messages", api="messages")
         native = replace(messages, model=NATIVE_MODEL, api="native")
