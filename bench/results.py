@@ -30,8 +30,9 @@ class CpuShare:
 
     @property
     def others_s(self) -> float:
-        """Busy time not charged to the benchmark's processes: other programs on the machine,
-        plus kernel work and accounting slack (a few % of a core when the machine is quiet)."""
+        """Busy time not charged to the benchmark's processes or its stores: other programs
+        on the machine, plus kernel work and accounting slack (a few % of a core when the
+        machine is quiet)."""
         ours = self.loadgen_s + self.fake_s + self.gateway_s + self.stores_s
         return max(self.machine_busy_s - ours, 0.0)
 
