@@ -170,7 +170,7 @@ def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> lis
 
 
 COSTED_PATHS = ("routed", "governed")  # the paths whose bars are throughput at c16
-COST_ROLES = (("gateway", "the gateway"), ("stores_s", "Redis and PostgreSQL"),
+COST_ROLES = (("gateway_s", "the gateway"), ("stores_s", "Redis and PostgreSQL"),
               ("loadgen_s", "the load generator"), ("fake_s", "the fake upstream"),
               ("others_s", "the rest of the machine"),
               ("machine_busy_s", "the whole machine"))  # fmt: skip
@@ -217,7 +217,7 @@ def _cost_split(pairs: Sequence[Pair], api: str) -> list[str]:
 
 def _pooled_us(windows: Sequence[Measurement], role: str) -> float:
     completed = sum(m.completed for m in windows)
-    spent = sum(m.cpu.gateway_s if role == "gateway" else getattr(m.cpu, role) for m in windows)
+    spent = sum(getattr(m.cpu, role) for m in windows)
     return spent / completed * 1e6 if completed else math.nan
 
 
