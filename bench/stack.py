@@ -158,7 +158,8 @@ def catalog(upstream_base_url: str) -> dict[str, object]:
 
 
 # Checked and charged on every request, never reached: a daily budget and a rate limit far
-# beyond what a run sends (docs/budgets.md), so the cost of admission is what is measured.
+# beyond what a run sends (docs/budgets.md), so the cost of admission is what is measured —
+# on Redis, mostly from a worker's allowances (docs/budgets.md, "Allowances").
 # BENCH_GOVERNED_LIMITS=all adds the token and concurrency limits, which give back tokens
 # and a lease when each request ends.
 GOVERNED = {

@@ -111,6 +111,9 @@ REDIS_URL = env.str("REDIS_URL", default="")
 # Where budgets and rate limits are kept (gateway/admission/stores.py): auto picks Redis
 # when REDIS_URL is set, else the database on PostgreSQL, else this process.
 ADMISSION_STORE = env.str("SWITCHYARD_ADMISSION_STORE", default="auto")
+# Requests a worker admits from one allowance far from every cap (Redis only; 0: none,
+# every request admitted by Redis itself; docs/budgets.md "Allowances").
+ALLOWANCE_REQUESTS = env.int("SWITCHYARD_ALLOWANCE_REQUESTS", default=64)
 # How often each worker hands its live-metric slice in and reads the rollup back, and how
 # often Celery beat rolls the slices up (R-OBS-2; routing/rollup.py).
 LIVE_ROLLUP_S = env.float("SWITCHYARD_LIVE_ROLLUP_S", default=5.0)

@@ -65,8 +65,9 @@ class RateLimit(models.Model):
 
 
 class SpendEntry(models.Model):
-    """The ledger, the durable truth of spending: what one request cost, once per counter it
-    was charged to. Counters rebuild from it (after a Redis flush, in a new process)."""
+    """The ledger, the durable truth of spending: what one request (or one allowance's
+    requests) cost, once per counter it was charged to. Counters rebuild from it (after a
+    Redis flush, in a new process)."""
 
     class Kind(models.TextChoices):
         SETTLED = "settled"  # the request ended; its cost is the usage (or D-28's estimate)
@@ -78,6 +79,9 @@ class SpendEntry(models.Model):
     cost_micros = models.BigIntegerField()
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.SETTLED)
     at = models.DateTimeField(default=timezone.now)
+    # How many requests the row is for: 1, or a worker's allowance's (gateway/admission/
+    # allowance.py: one row for the requests it admitted together).
+    requests = models.PositiveIntegerField(default=1)
 
     class Meta:
         verbose_name_plural = "spend entries"

@@ -19,6 +19,10 @@ it is still counted before that admission.
 A request whose client leaves once its admission's calls are out gets nothing, and gives
 back what they took when their replies come (`_given_up`), written after them on the line.
 
+Far from every cap and limit, requests are admitted from the worker's allowance instead
+(allowance.py): the same two scripts take 64 requests' worth at once, and those requests
+touch Redis no more; the allowance settles when it closes.
+
 The pipelines go on the worker's one connection for them (redis_line.py). A Redis round
 trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
 wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,6 +42,18 @@ from typing import Any, Protocol
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
+from gateway.admission.alerts import Alerts
+from gateway.admission.allowance import (
+    ACCEPT_S,
+    ALLOWANCE_REQUESTS,
+    Allowance,
+    Room,
+    Shape,
+    new_id,
+    opening,
+    room_after,
+    shape_of,
+)
 from gateway.admission.budget_store import (
     BudgetStore,
     BudgetStoreUnavailable,
@@ -54,12 +71,14 @@ log = logging.getLogger(__name__)
 Call = tuple[AsyncScript, tuple[list[str], list[Any]]]  # a script, its keys and arguments
 SETTLE_BATCH_S = 0.025  # settlements wait at most this long for company (an admission)
 SETTLE_BATCH_MAX = 128
+MAX_SHAPES = 10_000  # the rooms remembered for allowances (allowance.py): keys × periods
 
 
 @dataclass(frozen=True, slots=True)
 class Taken:
     limits: LimitVerdict | None  # None: no limit applied
     budget: Verdict | None  # None: no budget applied, or the limits refused first
+    drawn: Allowance | None = None  # admitted from the worker's allowance, not by the store
 
     @property
     def admitted(self) -> bool:
@@ -77,6 +96,7 @@ class GiveBack:
     hold: Hold | None
     cost_micros: int
     now: float
+    drawn: Allowance | None = None  # the allowance that admitted it
 
 
 Meanwhile = Callable[[], object] | None  # the request's own work while its store answers
@@ -90,11 +110,14 @@ class Admitter(Protocol):
 
     async def give_back(self, back: GiveBack) -> Settled | None: ...
 
+    async def aclose(self) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class StoreAdmitter:
     limiter: LimitStore
     budgets: BudgetStore
+    alerts: Alerts | None = None  # fired for each settlement
 
     async def take(
         self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
@@ -120,7 +143,13 @@ class StoreAdmitter:
                                        tokens_used=back.tokens_used, now=back.now)  # fmt: skip
         if back.hold is None:
             return None
-        return await self.budgets.settle(back.hold, back.cost_micros, back.now)
+        settled = await self.budgets.settle(back.hold, back.cost_micros, back.now)
+        if settled is not None and self.alerts is not None:
+            await self.alerts.settled(back.hold, settled)
+        return settled
+
+    async def aclose(self) -> None:
+        """Nothing of these stores is held in the process."""
 
 
 @dataclass
@@ -128,6 +157,8 @@ class RedisAdmitter:
     limiter: RedisLimiter
     budgets: RedisBudgetStore
     line: RedisLine  # the scripts' calls go on it; the rest (loading them) on redis-py
+    alerts: Alerts | None = None  # fired for each settlement
+    allowance_requests: int = ALLOWANCE_REQUESTS  # 0: Redis admits every request itself
     _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)
     _flush_timer: asyncio.TimerHandle | None = None
     _under_way: int = 0  # admitted requests not yet given back
@@ -136,6 +167,9 @@ class RedisAdmitter:
     )
     _takes_out: bool = False  # a pipeline of admissions is out (or its task about to send)
     _sending: set[asyncio.Task[None]] = field(default_factory=set)
+    _allowances: dict[Shape, Allowance] = field(default_factory=dict)  # open ones admitting
+    _rooms: dict[Shape, Room] = field(default_factory=dict)  # what the last admission left
+    _opening: dict[Shape, asyncio.Task[None]] = field(default_factory=dict)
 
     async def take(
         self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
@@ -145,6 +179,11 @@ class RedisAdmitter:
         replies are awaited: the request's own work, done while Redis answers. A busy
         worker does not run it: there its calls wait for this turn of the loop to end,
         and work done first would only hold up the turn's pipeline."""
+        shape = shape_of(limits, hold) if self.allowance_requests else None
+        if shape is not None:
+            drawn = await self._draw(shape, limits, hold, now)
+            if drawn is not None:
+                return drawn
         (acquire, _), (reserve, _) = self.limiter.scripts, self.budgets.scripts
         calls: list[Call] = []
         planned: list[Any] = []
@@ -155,6 +194,7 @@ class RedisAdmitter:
             calls.append((reserve, self.budgets.reserve_call(hold)))
         given_up = partial(self._given_up, limits, tokens, lease, hold, planned)
         replies = await self._round_trip(calls, meanwhile, given_up)
+        levels = _levels(replies[0], planned) if limits else []
         limit = acquired(replies.pop(0), planned) if limits else None
         budget = None
         if hold is not None:
@@ -169,7 +209,133 @@ class RedisAdmitter:
         taken = Taken(limit, budget)
         if taken.admitted:
             self._under_way += 1
+            if shape is not None:
+                if len(self._rooms) >= MAX_SHAPES:  # (a shape names its period: they pile up)
+                    self._rooms.clear()
+                self._rooms[shape] = room_after(levels, planned, budget)
         return taken
+
+    async def _draw(
+        self, shape: Shape, limits: Sequence[LimitSpec], hold: Hold | None, now: float
+    ) -> Taken | None:
+        """The request admitted from the worker's allowance of its shape — opened now (one
+        opening a shape at a time, the requests meanwhile waiting for it) when the last
+        admission left room for it; None: Redis is to admit it alone."""
+        drawn = self._draw_now(shape, hold, now)
+        if drawn is not None:
+            return drawn
+        room = self._rooms.get(shape)
+        amount = hold.amount_micros if hold is not None else 0
+        if room is None or not room.fits(self.allowance_requests, amount):
+            return None
+        task = self._opening.get(shape)
+        if task is None:  # a task: a request whose client leaves does not cancel it
+            task = asyncio.get_running_loop().create_task(self._open(shape, limits, hold, now))
+            self._opening[shape] = task
+            task.add_done_callback(partial(self._opened, shape))
+        await asyncio.shield(task)
+        return self._draw_now(shape, hold, now)
+
+    def _opened(self, shape: Shape, task: asyncio.Task[None]) -> None:
+        self._opening.pop(shape, None)
+        if not task.cancelled():
+            task.exception()  # (retrieved: its waiters, if any are left, raise it)
+
+    def _draw_now(self, shape: Shape, hold: Hold | None, now: float) -> Taken | None:
+        allowance = self._allowances.get(shape)
+        if allowance is None:
+            return None
+        verdicts = allowance.draw(hold, now)
+        if verdicts is None:
+            self._retire(shape, allowance)
+            return None
+        return Taken(*verdicts, drawn=allowance)
+
+    async def _open(
+        self, shape: Shape, limits: Sequence[LimitSpec], hold: Hold | None, now: float
+    ) -> None:
+        """Take an allowance like one admission, with the same scripts: `allowance_requests`
+        requests on each limit, their worst case reserved on each counter. Refused (the
+        room was not there after all), it takes nothing, and requests go to Redis alone
+        until an admission leaves room again."""
+        count = self.allowance_requests
+        lease = new_id()
+        reservation = opening(lease, hold, count)
+        calls: list[Call] = []
+        planned: list[Any] = []
+        if limits:
+            call, planned = self.limiter.acquire_call(limits, tokens=0, lease=lease,
+                                                      requests=count)  # fmt: skip
+            calls.append((self.limiter.scripts[0], call))
+        if reservation is not None:
+            calls.append((self.budgets.scripts[0], self.budgets.reserve_call(reservation)))
+        replies = await self._round_trip(calls)
+        limit = acquired(replies[0], planned) if limits else None
+        budget = await self._reserved(reservation, replies[-1]) if reservation else None
+        if (limit is None or limit.admitted) and (budget is None or budget.admitted):
+            levels = tuple(_levels(replies[0], planned)) if limits else ()
+            left = budget.remaining_micros if budget is not None else 0
+            allowance = Allowance(lease, tuple(limits), reservation, count, now, levels, left)
+            self._allowances[shape] = allowance
+            asyncio.get_running_loop().call_later(ACCEPT_S, self._retire, shape, allowance)
+            return
+        self._rooms[shape] = Room(0, 0)
+        undo: list[Call] = []
+        if limit is not None and limit.admitted:
+            keys, args = self.limiter.return_call(limits, lease=lease, unused=count)
+            undo.append((self.limiter.scripts[1], (keys, args)))
+        if budget is not None and budget.admitted and reservation is not None:
+            undo.append((self.budgets.scripts[1], self.budgets.cancel_call(reservation)))
+        if undo:
+            await self._pipelined(undo)
+
+    def _retire(self, shape: Shape, allowance: Allowance) -> None:
+        """It admits no more (its time is up, or it cannot admit a request); closed now
+        if none of its requests is under way, else when the last one ends."""
+        if self._allowances.get(shape) is allowance:
+            del self._allowances[shape]
+        if allowance.close():
+            task = asyncio.get_running_loop().create_task(self._close(allowance))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _close(self, allowance: Allowance) -> Settled | None:
+        """Settle an allowance: its reservation becomes what its requests cost (one ledger
+        row a counter, counting them), and the requests it did not admit go back."""
+        calls: list[Call] = []
+        if allowance.unused and allowance.limits:
+            keys, args = self.limiter.return_call(allowance.limits, lease=allowance.id,
+                                                  unused=allowance.unused)  # fmt: skip
+            calls.append((self.limiter.scripts[1], (keys, args)))
+        hold = allowance.hold
+        if hold is not None and not allowance.drawn:
+            calls.append((self.budgets.scripts[1], self.budgets.cancel_call(hold)))
+        elif hold is not None:
+            call = self.budgets.settle_call(hold, allowance.spent_micros, allowance.drawn)
+            calls.append((self.budgets.scripts[1], call))
+        if not calls:
+            return None
+        try:
+            replies = await self._pipelined(calls)
+        except BudgetStoreUnavailable as error:
+            log.error("closing allowance %s failed (%s); the sweeper will charge it in full",
+                      allowance.id, error)  # fmt: skip
+            return None
+        if hold is None or not allowance.drawn:
+            return None
+        settled = self.budgets.settled(hold, allowance.spent_micros, time.time(), replies[-1],
+                                       allowance.drawn)  # fmt: skip
+        if settled is not None and self.alerts is not None:
+            await self.alerts.settled(hold, settled)
+        return settled
+
+    async def aclose(self) -> None:
+        """Shutdown: every allowance closes (those with requests under way, once the
+        requests' own settlements have run: the caller drains those first)."""
+        for shape, allowance in list(self._allowances.items()):
+            self._retire(shape, allowance)
+        while self._sending:
+            await asyncio.gather(*self._sending, return_exceptions=True)
 
     def _given_up(
         self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
@@ -286,6 +452,16 @@ class RedisAdmitter:
             start += len(calls)
 
     async def give_back(self, back: GiveBack) -> Settled | None:
+        if back.drawn is not None:  # settled here; the allowance settles in Redis
+            if back.drawn.returned(back.hold, back.cost_micros):
+                return await self._close(back.drawn)
+            return None
+        settled = await self._given_back(back)
+        if settled is not None and back.hold is not None and self.alerts is not None:
+            await self.alerts.settled(back.hold, settled)
+        return settled
+
+    async def _given_back(self, back: GiveBack) -> Settled | None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Settled | None] = loop.create_future()
         self._queue.append((back, done))
@@ -395,6 +571,11 @@ class RedisAdmitter:
             return await call
         except REDIS_ERRORS as error:
             raise BudgetStoreUnavailable(str(error)) from error
+
+
+def _levels(reply: Sequence[Any], planned: Sequence[Any]) -> list[float]:
+    """Each limit's level before the admission, from the acquire script's reply."""
+    return [float(reply[2 + 2 * i]) for i in range(len(planned))]
 
 
 def _ran(reply: Any) -> bool:

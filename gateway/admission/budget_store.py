@@ -74,9 +74,11 @@ class BudgetStore(Protocol):
     async def sweep(self, now: float) -> list[Hold]: ...
 
 
-def ledger_entries(hold: Hold, cost_micros: int, kind: str, now: float) -> list[Entry]:
-    return [Entry(hold.request_id, c.counter, hold.workspace_id, cost_micros, kind, now)
-            for c in hold.charges]  # fmt: skip
+def ledger_entries(
+    hold: Hold, cost_micros: int, kind: str, now: float, requests: int = 1
+) -> list[Entry]:
+    return [Entry(hold.request_id, c.counter, hold.workspace_id, cost_micros, kind, now,
+                  requests) for c in hold.charges]  # fmt: skip
 
 
 class MemoryBudgetStore:

@@ -1,8 +1,9 @@
 """The spending ledger (SPEC R-LIM-2): one `SpendEntry` row per request and counter it was
-charged to, the durable truth every budget store rebuilds its counters from — a new
-process (the in-process store), a Redis that lost its data. Rows are queued and
-bulk-inserted off the request path, like traces; the unique (request, counter) pair makes
-a retried write, or a late settlement after the sweeper charged the request, count once.
+charged to (or per worker's allowance and counter, counting its requests: allowance.py),
+the durable truth every budget store rebuilds its counters from — a new process (the
+in-process store), a Redis that lost its data. Rows are queued and bulk-inserted off the
+request path, like traces; the unique (request, counter) pair makes a retried write, or a
+late settlement after the sweeper charged the request, count once.
 
 `totals` answers from the database plus this process's rows not yet written, so a counter
 rebuilt in the moment between a settlement and its insert still holds it.
@@ -16,14 +17,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Sum
 
 from audit.batch_writer import BatchWriter, insert_ignoring_conflicts
 from workspaces.models import SpendEntry
 
 MAX_PENDING = 100_000  # entries; beyond this the oldest are dropped, loudly
-ROWS_PER_STATEMENT = 128  # 6 parameters a row: well inside SQLite's 999 and PostgreSQL's
-COLUMNS = ("request_id", "counter", "workspace_id", "cost_micros", "kind", "at")
+ROWS_PER_STATEMENT = 128  # 7 parameters a row: well inside SQLite's 999 and PostgreSQL's
+COLUMNS = ("request_id", "counter", "workspace_id", "cost_micros", "kind", "at", "requests")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class Entry:
     cost_micros: int
     kind: str  # settled | expired
     at: float  # epoch seconds
+    requests: int = 1  # the requests it is for (an allowance's: allowance.py)
 
 
 class Ledger(BatchWriter[Entry]):
@@ -53,7 +55,7 @@ class Ledger(BatchWriter[Entry]):
         for entry in self.pending():
             if entry.counter in wanted:
                 spent, requests = found.get(entry.counter, (0, 0))
-                found[entry.counter] = (spent + entry.cost_micros, requests + 1)
+                found[entry.counter] = (spent + entry.cost_micros, requests + entry.requests)
         return found
 
 
@@ -62,7 +64,7 @@ def write_entries(entries: Sequence[Entry]) -> None:
     ops = connection.ops
     rows = [
         (e.request_id, e.counter, e.workspace_id, e.cost_micros, e.kind,
-         ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC)))
+         ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC)), e.requests)
         for e in entries
     ]  # fmt: skip
     insert_ignoring_conflicts(SpendEntry._meta.db_table, COLUMNS, rows,
@@ -73,6 +75,6 @@ def stored_totals(counters: list[str]) -> dict[str, tuple[int, int]]:
     rows = (
         SpendEntry.objects.filter(counter__in=counters)
         .values("counter")
-        .annotate(spent=Sum("cost_micros"), requests=Count("id"))
+        .annotate(spent=Sum("cost_micros"), requests=Sum("requests"))
     )
     return {row["counter"]: (int(row["spent"] or 0), int(row["requests"])) for row in rows}

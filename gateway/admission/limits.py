@@ -126,8 +126,11 @@ def use_of(check: PlannedCheck, used: float) -> LimitUse:
     return LimitUse(check.scope, check.kind, check.limit, used, reset_s)
 
 
-def plan_checks(specs: Sequence[LimitSpec], *, tokens: int) -> list[PlannedCheck]:
-    """Every (scope, kind) a request of `tokens` reserved tokens must pass, in spec order."""
+def plan_checks(
+    specs: Sequence[LimitSpec], *, tokens: int, requests: int = 1
+) -> list[PlannedCheck]:
+    """Every (scope, kind) a request of `tokens` reserved tokens must pass, in spec order
+    (`requests` > 1: a worker's allowance of that many, allowance.py)."""
     if tokens < 0:
         raise ValueError("reserved tokens cannot be negative")
     if len({spec.scope for spec in specs}) != len(specs):
@@ -135,7 +138,9 @@ def plan_checks(specs: Sequence[LimitSpec], *, tokens: int) -> list[PlannedCheck
     planned = []
     for spec in specs:
         if spec.requests_per_minute is not None:
-            planned.append(PlannedCheck(spec.scope, Kind.REQUESTS, spec.requests_per_minute, 1))
+            planned.append(
+                PlannedCheck(spec.scope, Kind.REQUESTS, spec.requests_per_minute, requests)
+            )
         if spec.tokens_per_minute is not None:
             planned.append(PlannedCheck(spec.scope, Kind.TOKENS, spec.tokens_per_minute, tokens))
         if spec.concurrent is not None:

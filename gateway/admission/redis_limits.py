@@ -73,7 +73,8 @@ local n = #KEYS - 1
 local before, passes, all, held = {}, {}, true, false
 for i = 1, n do
   local key, kind = KEYS[i + 1], ARGV[3 * i]
-  held = held or kind ~= 'requests'  -- only tokens and leases have anything to give back
+  -- only tokens, leases and an allowance's requests (allowance.py) have anything to give back
+  held = held or kind ~= 'requests' or tonumber(ARGV[3 * i + 2]) > 1
   local limit, cost = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   if kind == 'concurrent' then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now * 1000)
@@ -193,12 +194,12 @@ class RedisLimiter:
         return acquired(reply, planned)
 
     def acquire_call(
-        self, specs: Sequence[LimitSpec], *, tokens: int, lease: str
+        self, specs: Sequence[LimitSpec], *, tokens: int, lease: str, requests: int = 1
     ) -> tuple[tuple[list[str], list[str | int]], list[PlannedCheck]]:
         """The acquire script's (keys, args), and the checks its reply answers, for a
         caller that sends it in a pipeline with other commands (gateway/admission/
-        admitter.py)."""
-        planned = plan_checks(specs, tokens=tokens)
+        admitter.py); `requests` > 1 takes a worker's allowance (allowance.py)."""
+        planned = plan_checks(specs, tokens=tokens, requests=requests)
         keys = [self._lease_key(lease)] + [self._key(p.scope, p.kind) for p in planned]
         args: list[str | int] = [lease, self.lease_ttl_ms]
         for one in planned:
@@ -235,6 +236,19 @@ class RedisLimiter:
             if spec.concurrent is not None:
                 keys.append(self._key(spec.scope, Kind.CONCURRENT))
                 args += [Kind.CONCURRENT.value, spec.concurrent]
+        return keys, args
+
+    def return_call(
+        self, specs: Sequence[LimitSpec], *, lease: str, unused: int
+    ) -> tuple[list[str], list[str | int]]:
+        """The release script's (keys, args) that give back the `unused` requests of an
+        allowance taken under `lease` (allowance.py)."""
+        keys = [self._lease_key(lease)]
+        args: list[str | int] = [lease, -unused]
+        for spec in specs:
+            if spec.requests_per_minute is not None:
+                keys.append(self._key(spec.scope, Kind.REQUESTS))
+                args += [Kind.REQUESTS.value, spec.requests_per_minute]
         return keys, args
 
     async def usage(self, specs: Sequence[LimitSpec], *, now: float) -> list[LimitUse]:

@@ -91,7 +91,8 @@ return {'ok', unpack(used)}
 
 # KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls ("cancel":
 # the reservation goes back unspent and uncounted, a request refused by its rate limits),
-# until when (epoch seconds) the `done` marker is kept. -> {} when there is nothing to
+# until when (epoch seconds) the `done` marker is kept, and how many requests the
+# reservation was for (an allowance's, allowance.py; 1 if absent). -> {} when there is nothing to
 # settle, else each counter's spent after (-1: Redis lost it). A reservation no longer
 # open was settled or swept (its `done` marker says so) — or forgotten by a flush, when its
 # cost still counts though its reservation is gone. A counter a flush took is left absent:
@@ -99,6 +100,7 @@ return {'ok', unpack(used)}
 # rebuilds it from the ledger, this cost's row included.
 SETTLE = """
 local reserved_delta = tonumber(ARGV[1])
+local requests = tonumber(ARGV[6] or '1')
 local done = '@:budget:done:' .. ARGV[3]
 if redis.call('ZREM', '@:budget:open', ARGV[3]) == 0 then
   if ARGV[4] == 'sweep' or redis.call('EXISTS', done) == 1 then return {} end
@@ -129,7 +131,11 @@ for i = 1, #KEYS do
     end
     after[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
     -- a reservation a flush forgot: the rebuilt counter does not count its request yet
-    if reserved_delta == 0 then redis.call('HINCRBY', KEYS[i], 'requests', 1) end
+    if reserved_delta == 0 then
+      redis.call('HINCRBY', KEYS[i], 'requests', requests)
+    elseif requests ~= 1 then  -- an allowance counted one request when it was reserved
+      redis.call('HINCRBY', KEYS[i], 'requests', requests - 1)
+    end
   end
 end
 return after
@@ -222,17 +228,21 @@ class RedisBudgetStore:
         keys = [self.keys + c.counter for c in hold.charges]
         return keys, [hold.amount_micros, 0, hold.request_id, "cancel", _done_until(hold)]
 
-    def settle_call(self, hold: Hold, cost_micros: int) -> tuple[list[str], list[Any]]:
+    def settle_call(
+        self, hold: Hold, cost_micros: int, requests: int = 1
+    ) -> tuple[list[str], list[Any]]:
+        """`requests`: how many requests `hold` reserved for (an allowance's, allowance.py)."""
         keys = [self.keys + c.counter for c in hold.charges]
-        return keys, [hold.amount_micros, cost_micros, hold.request_id, "", _done_until(hold)]
+        args = [hold.amount_micros, cost_micros, hold.request_id, "", _done_until(hold)]
+        return keys, args + [requests] if requests != 1 else args
 
     def settled(
-        self, hold: Hold, cost_micros: int, now: float, after: Sequence[Any]
+        self, hold: Hold, cost_micros: int, now: float, after: Sequence[Any], requests: int = 1
     ) -> Settled | None:
         """A settle script's reply, recorded in the ledger."""
         if not after:
             return None  # settled already, or swept (charged whole, in the ledger)
-        self.ledger.record(ledger_entries(hold, cost_micros, "settled", now))
+        self.ledger.record(ledger_entries(hold, cost_micros, "settled", now, requests))
         names = [c.counter for c in hold.charges]
         spent = dict(zip(names, (int(a) for a in after), strict=True))
         # (a counter Redis lost reads -1 on both sides: no alert threshold lies between)

@@ -13,6 +13,8 @@ from typing import Any
 import redis.asyncio as redis
 
 from gateway.admission.admitter import Admitter, RedisAdmitter, StoreAdmitter
+from gateway.admission.alerts import Alerts
+from gateway.admission.allowance import ALLOWANCE_REQUESTS
 from gateway.admission.budget_store import BudgetStore, MemoryBudgetStore
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
@@ -46,18 +48,24 @@ def choose_kind(configured: str, redis_url: str, database_vendor: str) -> str:
 def create_stores(
     kind: str, *, redis_url: str, prefix: str, lease_ttl_s: float,
     run_sync: Callable[[Callable[..., Any]], Any], flush_s: float,
+    allowance_requests: int = ALLOWANCE_REQUESTS,
 ) -> AdmissionStores:  # fmt: skip
-    """`prefix` names this installation's Redis keys; `lease_ttl_s` outlives any request."""
+    """`prefix` names this installation's Redis keys; `lease_ttl_s` outlives any request;
+    `allowance_requests` sizes a worker's allowances on Redis (0: none; allowance.py)."""
+    if allowance_requests < 0:
+        raise ValueError("SWITCHYARD_ALLOWANCE_REQUESTS is a number of requests, 0 or more")
     ledger = Ledger(flush_s=flush_s, run_sync=run_sync)
+    alerts = Alerts(run_sync)
     if kind == "redis":
         if not redis_url:
             raise ValueError("SWITCHYARD_ADMISSION_STORE=redis needs REDIS_URL")
         client = redis.Redis(connection_pool=shared_pool(redis_url))  # one pool for both
         in_redis = RedisBudgetStore(client, ledger, prefix)
         limiter = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
-        admitter = RedisAdmitter(limiter, in_redis, RedisLine(redis_url))
+        admitter = RedisAdmitter(limiter, in_redis, RedisLine(redis_url), alerts,
+                                 allowance_requests)  # fmt: skip
         return AdmissionStores(kind, ledger, in_redis, limiter, admitter)
     budgets: BudgetStore
     budgets = DatabaseBudgetStore(run_sync) if kind == "database" else MemoryBudgetStore(ledger)
     limits = MemoryLimiter(lease_ttl_s=lease_ttl_s)
-    return AdmissionStores(kind, ledger, budgets, limits, StoreAdmitter(limits, budgets))
+    return AdmissionStores(kind, ledger, budgets, limits, StoreAdmitter(limits, budgets, alerts))

@@ -27,7 +27,8 @@ from typing import Any
 from gateway import metrics
 from gateway.admission import settling
 from gateway.admission.admitter import GiveBack, Meanwhile
-from gateway.admission.budget_store import BudgetStoreUnavailable, Hold, Settled
+from gateway.admission.allowance import Allowance
+from gateway.admission.budget_store import BudgetStoreUnavailable, Hold
 from gateway.admission.budgets import (
     BudgetRule,
     Charge,
@@ -46,7 +47,6 @@ from gateway.admission.route_usage import (
 )
 from gateway.admission.stores import AdmissionStores
 from gateway.errors import ApiError
-from gateway.request_path.alerts import fire_alerts
 from gateway.request_path.caller import Caller
 from gateway.request_path.resolve import Resolved
 from gateway.state.request_state import RoutingState
@@ -69,6 +69,7 @@ class Admission:
     input_tokens: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     lease: str = ""  # the request's id: its concurrency lease and its reservation
+    drawn: Allowance | None = None  # admitted from this worker's allowance (allowance.py)
     settled: bool = False
 
     def settle(self, cost_micros: int, tokens_used: int, now: float) -> None:
@@ -88,15 +89,12 @@ class Admission:
     async def _settle(self, cost_micros: int, tokens_used: int, now: float) -> None:
         assert self.stores is not None
         back = GiveBack(self.limits, self.lease, self.tokens_reserved, tokens_used, self.hold,
-                        cost_micros, now)  # fmt: skip
+                        cost_micros, now, self.drawn)  # fmt: skip
         try:
-            settled = await self.stores.admitter.give_back(back)
+            await self.stores.admitter.give_back(back)  # (it fires the alerts crossed)
         except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
             # The reservation stays open; the sweeper charges it in full after it expires.
             log.error("settling request %s failed (%s); the sweeper will", self.lease, error)
-            return
-        if settled is not None and self.hold is not None:
-            await _alert(self.hold, settled)
 
 
 NOTHING = Admission()
@@ -140,6 +138,7 @@ async def admit(
                            code="budget_exceeded", headers=remaining)  # fmt: skip
         admission.hold = hold
         admission.headers.update(remaining)
+    admission.drawn = taken.drawn
     return admission
 
 
@@ -227,17 +226,6 @@ def _limit_message(refused: str | None) -> str:
     scope, _, kind = (refused or "/").rpartition("/")
     who = "key" if scope.startswith("key:") else "workspace"
     return f"The {who}'s {kind or 'rate'} limit is reached; retry after the Retry-After delay."
-
-
-async def _alert(hold: Hold, settled: Settled) -> None:
-    crossed = []
-    for charge in hold.charges:
-        for rule in charge.rules:
-            before, after = settled.before[charge.counter], settled.after[charge.counter]
-            crossed += [(rule, charge.counter, t) for t in rule.alerts
-                        if before < t * rule.limit_micros <= after]  # fmt: skip
-    if crossed:
-        await fire_alerts(crossed, hold.workspace_id)
 
 
 def tokens_used(usage: dict[str, Any] | None, admission: Admission) -> int:

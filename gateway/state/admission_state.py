@@ -22,6 +22,7 @@ def stores() -> AdmissionStores:
             kind, redis_url=settings.REDIS_URL, prefix=settings.SHARED_STATE_PREFIX,
             lease_ttl_s=settings.GATEWAY.total_timeout_s + 60, run_sync=in_db_thread,
             flush_s=settings.GATEWAY.trace_flush_s,
+            allowance_requests=settings.ALLOWANCE_REQUESTS,
         )  # fmt: skip
     return _stores
 
@@ -31,6 +32,7 @@ async def stop() -> None:
     if _stores is None:
         return
     await drain()
+    await _stores.admitter.aclose()  # (a worker's allowances settle: allowance.py)
     await _stores.ledger.flush()
     client = getattr(_stores.budgets, "client", None)  # Redis: one client for both stores
     if client is not None:

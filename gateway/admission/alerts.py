@@ -8,25 +8,46 @@ before/after, only what was crossed (`budget`, `counter`, `threshold`, `limit_us
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from audit.events import record_event
 from gateway import metrics
+from gateway.admission.budget_store import Hold, Settled
 from gateway.admission.budgets import BudgetRule, usd
-from gateway.state.db_thread import in_db_thread
 from workspaces.models import BudgetAlert
 
 ACTION = "budget.alert"
 _fired: set[tuple[str, float]] = set()  # this process's own, to skip the database
 
 
-async def fire_alerts(crossed: Sequence[tuple[BudgetRule, str, float]], workspace_id: int) -> None:
-    fresh = [(rule, counter, t) for rule, counter, t in crossed if (counter, t) not in _fired]
-    if fresh:
-        for rule, threshold in await in_db_thread(_record)(fresh, workspace_id):
-            metrics.BUDGET_ALERTS.labels(rule.label, f"{threshold:g}").inc()
+@dataclass(frozen=True, slots=True)
+class Alerts:
+    """Fires the thresholds a settlement crossed; the admitters call it (admitter.py) for
+    each settlement — a request's, or a worker's allowance's (allowance.py)."""
+
+    run_sync: Callable[[Callable[..., Any]], Any]  # a query as an awaitable (the database thread)
+
+    async def settled(self, hold: Hold, settled: Settled) -> None:
+        crossed = []
+        for charge in hold.charges:
+            before, after = settled.before[charge.counter], settled.after[charge.counter]
+            for rule in charge.rules:
+                crossed += [(rule, charge.counter, t) for t in rule.alerts
+                            if before < t * rule.limit_micros <= after]  # fmt: skip
+        if crossed:
+            await self.fire(crossed, hold.workspace_id)
+
+    async def fire(
+        self, crossed: Sequence[tuple[BudgetRule, str, float]], workspace_id: int
+    ) -> None:
+        fresh = [(rule, counter, t) for rule, counter, t in crossed if (counter, t) not in _fired]
+        if fresh:
+            for rule, threshold in await self.run_sync(_record)(fresh, workspace_id):
+                metrics.BUDGET_ALERTS.labels(rule.label, f"{threshold:g}").inc()
 
 
 def _record(
