@@ -277,6 +277,8 @@ class RedisAdmitter:
             left = budget.remaining_micros if budget is not None else 0
             allowance = Allowance(lease, tuple(limits), reservation, count, now, levels, left)
             self._allowances[shape] = allowance
+            # (what is left after it decides whether the next one may be taken)
+            self._rooms[shape] = room_after(levels, planned, budget)
             asyncio.get_running_loop().call_later(ACCEPT_S, self._retire, shape, allowance)
             return
         self._rooms[shape] = Room(0, 0)

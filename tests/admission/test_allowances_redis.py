@@ -122,6 +122,17 @@ def test_r_pol_2_near_the_cap_redis_admits_every_request_itself() -> None:
     asyncio.run(run())
 
 
+def test_r_pol_2_once_an_allowance_leaves_too_little_room_for_another_requests_go_alone() -> None:
+    async def run() -> None:
+        # room for 32 allowances of eight (256,000) after the first request, not after one
+        admitter, now = await _admitter(requests=8), time.time()
+        taken = [await _take(admitter, f"r{i}", now, cap=260_000) for i in range(11)]
+        assert [t.drawn is not None for t in taken] == [False] + [True] * 8 + [False] * 2
+        assert all(t.admitted for t in taken)
+
+    asyncio.run(run())
+
+
 def test_r_pol_2_an_allowance_redis_refuses_takes_nothing_and_the_request_goes_alone() -> None:
     async def run() -> None:
         admitter, now = await _admitter(requests=8), time.time()
