@@ -198,7 +198,7 @@ class RedisLimiter:
     ) -> tuple[tuple[list[str], list[str | int]], list[PlannedCheck]]:
         """The acquire script's (keys, args), and the checks its reply answers, for a
         caller that sends it in a pipeline with other commands (gateway/admission/
-        admitter.py); `requests` > 1 takes a worker's allowance (allowance.py)."""
+        redis_admitter.py); `requests` > 1 takes a worker's allowance (allowance.py)."""
         planned = plan_checks(specs, tokens=tokens, requests=requests)
         keys = [self._lease_key(lease)] + [self._key(p.scope, p.kind) for p in planned]
         args: list[str | int] = [lease, self.lease_ttl_ms]

@@ -1,4 +1,4 @@
-"""One connection to Redis that all of a worker's admissions share (admitter.py).
+"""One connection to Redis that all of a worker's admissions share (redis_admitter.py).
 
 Redis answers a connection's commands in the order it read them, so the calls of any
 number of requests can be written on one connection as they come, each call's future

@@ -12,13 +12,14 @@ from typing import Any
 
 import redis.asyncio as redis
 
-from gateway.admission.admitter import Admitter, RedisAdmitter, StoreAdmitter
+from gateway.admission.admitter import Admitter, StoreAdmitter
 from gateway.admission.alerts import Alerts
 from gateway.admission.allowance import ALLOWANCE_REQUESTS
 from gateway.admission.budget_store import BudgetStore, MemoryBudgetStore
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
 from gateway.admission.limit_store import LimitStore, MemoryLimiter
+from gateway.admission.redis_admitter import RedisAdmitter
 from gateway.admission.redis_limits import RedisLimiter
 from gateway.admission.redis_line import RedisLine
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool

@@ -8,7 +8,7 @@ The rate limits of the key and its workspace (requests, the input estimate plus
 `max_tokens` as tokens, a concurrency lease) are taken all or nothing, together with the
 request's worst-case cost (budgets.py) reserved on every budget counter that applies —
 the workspace's, the key's, a route budget node's the walk went through — in one atomic
-step of the store (gateway/admission/admitter.py: one round trip on Redis); when one
+step of the store (gateway/admission/admitter.py; one round trip on Redis); when one
 refuses, the other is given back. A refusal is 429 `rate_limited` (with `Retry-After`) or 402
 `budget_exceeded`, nothing taken anywhere; a store that cannot answer is 503
 `budget_store_unavailable`. The `Admission` is settled exactly once, on whichever way the
@@ -105,7 +105,7 @@ async def admit(
     *, deadline_s: float, meanwhile: Meanwhile = None,
 ) -> Admission:  # fmt: skip
     """`meanwhile`: the request's own work, which a Redis store runs once the admission's
-    calls are written, while Redis answers (gateway/admission/admitter.py); it may not run
+    calls are written, while Redis answers (gateway/admission/redis_admitter.py); it may not run
     at all (no budget or limit applies, another store, a busy worker): it only gets ahead."""
     rules = budget_rules(caller, resolved)
     limits = tuple(s for s in (caller.workspace.limits, caller.key.limits) if s is not None)

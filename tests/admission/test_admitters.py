@@ -1,7 +1,8 @@
-"""Taking rate limits and a budget reservation together (gateway/admission/admitter.py;
-SPEC R-LIM-1, R-LIM-2): when the limits refuse, nothing stays reserved on the budget and
-nothing is counted; when the budget refuses, the limits are given back. The in-process
-admitter always; the Redis one (one pipeline, batched settlements) with REDIS_URL."""
+"""Taking rate limits and a budget reservation together (gateway/admission/admitter.py,
+redis_admitter.py; SPEC R-LIM-1, R-LIM-2): when the limits refuse, nothing stays reserved
+on the budget and nothing is counted; when the budget refuses, the limits are given back.
+The in-process admitter always; the Redis one (one pipeline, batched settlements) with
+REDIS_URL."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import pytest
 import redis.asyncio as redis
 from asgiref.sync import sync_to_async
 
-from gateway.admission.admitter import GiveBack, RedisAdmitter, StoreAdmitter
+from gateway.admission.admitter import GiveBack, StoreAdmitter
 from gateway.admission.budget_store import Hold, MemoryBudgetStore
 from gateway.admission.budgets import BudgetRule, charges
 from gateway.admission.ledger import Ledger
 from gateway.admission.limit_store import MemoryLimiter
 from gateway.admission.limits import LimitSpec
+from gateway.admission.redis_admitter import RedisAdmitter
 from gateway.admission.redis_limits import RedisLimiter
 from gateway.admission.redis_line import RedisLine
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
@@ -294,7 +296,7 @@ def test_the_last_request_under_way_settles_at_once_with_no_admission_to_wait_fo
         await _load_scripts(admitter)
         sent = _counting_pipelines(admitter)
         # (were it to wait for company, it would wait all of this)
-        monkeypatch.setattr("gateway.admission.admitter.SETTLE_BATCH_S", 3600)
+        monkeypatch.setattr("gateway.admission.redis_admitter.SETTLE_BATCH_S", 3600)
         assert (await admitter.take([], 0, "one", _hold("one", now), now)).admitted
         sent.clear()
         # when the worker's only request ends

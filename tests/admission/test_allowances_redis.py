@@ -1,4 +1,4 @@
-"""A worker's allowances on Redis (gateway/admission/allowance.py, admitter.py; SPEC R-POL-2,
+"""A worker's allowances on Redis (gateway/admission/allowance.py, redis_admitter.py; SPEC R-POL-2,
 R-LIM-1, R-LIM-2): far from every cap, requests are admitted from a share taken at once,
 with no round trip of their own; the share settles to what they cost, gives back what it
 did not use, and is charged whole by the sweeper when its worker dies. Near a cap, Redis
@@ -11,12 +11,13 @@ import time
 
 import pytest
 
-from gateway.admission.admitter import GiveBack, RedisAdmitter, Taken
+from gateway.admission.admitter import GiveBack, Taken
 from gateway.admission.allowance import Room, shape_of
 from gateway.admission.budget_store import Hold
 from gateway.admission.budgets import BudgetRule, charges
 from gateway.admission.ledger import stored_totals
 from gateway.admission.limits import LimitSpec
+from gateway.admission.redis_admitter import RedisAdmitter
 from tests.admission.test_admitters import _counting_pipelines, _load_scripts, redis_admitter
 from workspaces.models import SpendEntry
 
