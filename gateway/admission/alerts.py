@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from audit.events import record_event
 from gateway import metrics
 from gateway.admission.budget_store import Hold, Settled
-from gateway.admission.budgets import BudgetRule, usd
+from gateway.admission.budgets import BudgetRule, crossed, usd
 from workspaces.models import BudgetAlert
 
 ACTION = "budget.alert"
@@ -26,20 +26,21 @@ _fired: set[tuple[str, float]] = set()  # this process's own, to skip the databa
 
 @dataclass(frozen=True, slots=True)
 class Alerts:
-    """Fires the thresholds a settlement crossed; the admitters call it (admitter.py) for
-    each settlement — a request's, or a worker's allowance's (allowance.py)."""
+    """Fires the thresholds a settlement crossed; the admitters (admitter.py,
+    redis_admitter.py) call it for each settlement — a request's, or a worker's
+    allowance's (allowance.py)."""
 
     run_sync: Callable[[Callable[..., Any]], Any]  # a query as an awaitable (the database thread)
 
     async def settled(self, hold: Hold, settled: Settled) -> None:
-        crossed = []
-        for charge in hold.charges:
-            before, after = settled.before[charge.counter], settled.after[charge.counter]
-            for rule in charge.rules:
-                crossed += [(rule, charge.counter, t) for t in rule.alerts
-                            if before < t * rule.limit_micros <= after]  # fmt: skip
-        if crossed:
-            await self.fire(crossed, hold.workspace_id)
+        found = [
+            (rule, c.counter, t)
+            for c in hold.charges
+            for rule in c.rules
+            for t in crossed(rule, settled.before[c.counter], settled.after[c.counter])
+        ]
+        if found:
+            await self.fire(found, hold.workspace_id)
 
     async def fire(
         self, crossed: Sequence[tuple[BudgetRule, str, float]], workspace_id: int

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from gateway.admission.admitter import GiveBack, Taken
+from gateway.admission.alerts import Alerts
 from gateway.admission.allowance import Room, shape_of
 from gateway.admission.budget_store import Hold
 from gateway.admission.budgets import BudgetRule, charges
@@ -19,7 +22,7 @@ from gateway.admission.ledger import stored_totals
 from gateway.admission.limits import LimitSpec
 from gateway.admission.redis_admitter import RedisAdmitter
 from tests.admission.test_admitters import _counting_pipelines, _load_scripts, redis_admitter
-from workspaces.models import SpendEntry
+from workspaces.models import BudgetAlert, SpendEntry, Workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WORST = 1000  # each request's worst case, micro-dollars
@@ -197,6 +200,36 @@ def test_r_pol_2_a_redis_flush_rebuilds_an_allowances_spending_and_requests_from
         assert await _counter(admitter, now) == (1000, 0, 4)
         totals = await asyncio.to_thread(stored_totals, [counter])
         assert totals[counter] == (1000, 4)
+
+    asyncio.run(run())
+
+
+def test_r_lim_2_an_allowance_that_closes_on_its_own_fires_the_alerts_its_requests_crossed() -> (
+    None
+):
+    async def run() -> None:
+        admitter, now = await _admitter(requests=8), time.time()
+        admitter.alerts = Alerts(lambda f: sync_to_async(f, thread_sensitive=False))
+        workspace = await sync_to_async(Workspace.objects.create)(slug="alerted", name="A")
+        rule = BudgetRule("key:1:bot", "daily", 10**12, alerts=(1e-9,), label="key daily")
+        hold = Hold("r0", workspace.id, charges([rule], now), WORST, now + 60)
+        limits: list[LimitSpec] = []
+        first = await admitter.take(limits, 0, "r0", hold, now)
+        await admitter.give_back(GiveBack((), "r0", 0, 0, hold, 0, now))  # nothing spent yet
+        drawn = [await admitter.take(limits, 0, f"r{i}", replace(hold, request_id=f"r{i}"), now)
+                 for i in (1, 2, 3)]  # fmt: skip
+        assert first.drawn is None
+        assert all(t.drawn is not None for t in drawn)
+        for i, one in enumerate(drawn, start=1):
+            back = GiveBack((), f"r{i}", 0, 0, replace(hold, request_id=f"r{i}"), 500, now,
+                            one.drawn)  # fmt: skip
+            await admitter.give_back(back)
+        # when it closes with no request awaiting it (its time up, or here the shutdown)
+        await admitter.aclose()
+        # then the threshold (1,000 micro-dollars) its 1,500 crossed fired, once
+        counter = hold.charges[0].counter
+        fired = await sync_to_async(list)(BudgetAlert.objects.filter(counter=counter))
+        assert [a.threshold for a in fired] == [1e-9]
 
     asyncio.run(run())
 
