@@ -115,7 +115,9 @@ class Allowance:
         self.left_micros = self.hold.amount_micros if self.hold is not None else 0
         self._checks = plan_checks(self.limits, tokens=0)
 
-    def draw(self, hold: Hold | None, now: float) -> tuple[LimitVerdict | None, Verdict | None]:
+    def draw(
+        self, hold: Hold | None, now: float
+    ) -> tuple[LimitVerdict | None, Verdict | None] | None:
         """Admit one request from it: its verdicts, as Redis would have answered them;
         None when it cannot."""
         amount = hold.amount_micros if hold is not None else 0
@@ -126,7 +128,9 @@ class Allowance:
         self.drawn += 1
         self.under_way += 1
         self.left_micros -= amount
-        budget = Verdict(True, self.remaining_micros + self.left_micros) if hold else None
+        budget = None
+        if hold is not None:
+            budget = Verdict(True, self.remaining_micros + self.left_micros)
         return limit, budget
 
     def returned(self, hold: Hold | None, cost_micros: int) -> bool:
