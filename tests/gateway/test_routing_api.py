@@ -114,30 +114,42 @@ def test_invalid_provider_field_is_a_400_naming_it(fresh_live):
 def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live):
     headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}  # balanced: weighted
     body = {"model": LLAMA, "messages": MESSAGES}
-    # given a real request
-    sent = httpx.post(f"{fresh_live.base_url}/chat/completions", headers=headers, json=body)
-    trace_id = sent.headers["x-switchyard-trace-id"]
-    before = sum(fake.stats()["requests"] for fake in fresh_live.fakes.values())
-    # when the same body is explained at once with its seed (the trace id's, as the trace
-    # will say): waiting for the trace first let a live-metric refresh (every 2.5 s) come
-    # in between, and the explain then scored other latencies than the request had
-    seed = uuid.UUID(trace_id).int & MAX_SEED
-    response = httpx.post(
-        f"{fresh_live.base_url}/routing/explain",
-        headers={**headers, SEED_HEADER: str(seed)},
-        json=body,
-    )
-    assert response.status_code == 200, response.text
-    explained = response.json()
-    stored = _wait_for_trace(f"{fresh_live.base_url}/traces/{trace_id}", headers)
-    stored = stored["decision"]["decisions"][0]
-    assert stored["seed"] == seed
+    # A live-metric refresh (every 2.5 s; on Redis it merges the fleet's numbers) can still
+    # come between a request and its explain, which then scores other numbers: it failed
+    # once in a CI run. Each try is a request and its explain; an explain that is not
+    # deterministic fails all three.
+    for _ in range(3):
+        stored, explained, upstream_calls = _request_and_explain(fresh_live, headers, body)
+        if explained["decisions"][0]["scored"] == stored["scored"]:
+            break
     # then it is the same decision, and no upstream was called
     assert explained["decisions"][0]["ordered"] == stored["ordered"]
     assert explained["decisions"][0]["scored"] == stored["scored"]
     assert explained["decisions"][0]["reason"] == stored["reason"]
     assert explained["attempt_order"] == stored["ordered"]
-    assert sum(fake.stats()["requests"] for fake in fresh_live.fakes.values()) == before
+    assert upstream_calls == 0
+
+
+def _request_and_explain(live, headers, body):  # type: ignore[no-untyped-def]
+    """A real request's stored decision, the explain of the same body with its seed, and
+    the upstream calls the explain made."""
+    sent = httpx.post(f"{live.base_url}/chat/completions", headers=headers, json=body)
+    trace_id = sent.headers["x-switchyard-trace-id"]
+    before = sum(fake.stats()["requests"] for fake in live.fakes.values())
+    # explained at once with its seed (the trace id's, as the trace will say): waiting for
+    # the trace first gave a live-metric refresh time to come in between
+    seed = uuid.UUID(trace_id).int & MAX_SEED
+    response = httpx.post(
+        f"{live.base_url}/routing/explain",
+        headers={**headers, SEED_HEADER: str(seed)},
+        json=body,
+    )
+    assert response.status_code == 200, response.text
+    calls = sum(fake.stats()["requests"] for fake in live.fakes.values()) - before
+    stored = _wait_for_trace(f"{live.base_url}/traces/{trace_id}", headers)
+    stored = stored["decision"]["decisions"][0]
+    assert stored["seed"] == seed
+    return stored, response.json(), calls
 
 
 @pytest.fixture
