@@ -7,6 +7,8 @@ COPY workspaces ./workspaces
 COPY routing ./routing
 COPY presets ./presets
 COPY audit ./audit
+COPY console ./console
+COPY fakeupstream ./fakeupstream
 COPY templates ./templates
 COPY manage.py ./
 RUN pip install . && mkdir -p var
