@@ -10,10 +10,10 @@ routing/engine/fit.py (auto scoring).
 
 Order of the attempt list: the mode's (or auto's) order; then the providers listed in
 `provider.order` first, in that order; then endpoints failing a soft filter
-(`preferred_min_throughput`, `preferred_max_latency`) and finally unhealthy ones move to the
-end, each group keeping its relative order. Endpoints in cooldown are left out of the
-attempt list while any other survivor remains (R-EXE-3) — the one thing dropped after the
-filter, and the decision's notes name them.
+(`preferred_min_throughput`, `preferred_max_latency`), then unhealthy ones and finally
+endpoints in cooldown move to the end, each group keeping its relative order. A cooling
+endpoint is so skipped while any other survivor can still answer (R-EXE-3) and tried when
+they have all failed — better to try than to refuse; the decision's notes name them.
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ def decide(
         ranked = order_by_mode(survivors, request, live, rng)
     by_id = {e.id: e for e in survivors}
     ranked = _demote(_provider_order(ranked, by_id, request.provider.order), request, live)
-    ranked, skipped = _skip_cooling(ranked, live)
-    if skipped:
-        notes += (f"Skipped in cooldown while others remain: {', '.join(skipped)}.",)
+    ranked, last = _cooling_last(ranked, live)
+    if last:
+        notes += (f"In cooldown, tried after the others: {', '.join(last)}.",)
     ordered = tuple([by_id[s.endpoint_id] for s in ranked])
     lead, tail = _sentence_parts(request, effective, rejected)
     return Decision(
@@ -164,16 +164,14 @@ def _demote(ranked: list[Scored], request: RoutingRequest, live: LiveState) -> l
     return kept + soft + unhealthy
 
 
-def _skip_cooling(ranked: list[Scored], live: LiveState) -> tuple[list[Scored], tuple[str, ...]]:
-    """Endpoints in cooldown are skipped while any other survivor remains (R-EXE-3); when
-    every survivor is cooling they are all kept, marked, because trying beats refusing."""
+def _cooling_last(ranked: list[Scored], live: LiveState) -> tuple[list[Scored], tuple[str, ...]]:
+    """Endpoints in cooldown after every other survivor, marked, in their order (R-EXE-3),
+    and their ids when some other survivor goes before them (for the note)."""
     if not live.cooling:
         return ranked, ()
     warm = [s for s in ranked if s.endpoint_id not in live.cooling]
-    if warm:
-        skipped = tuple(s.endpoint_id for s in ranked if s.endpoint_id in live.cooling)
-        return warm, skipped
-    return [_demoted(s, COOLDOWN) for s in ranked], ()
+    cooling = [_demoted(s, COOLDOWN) for s in ranked if s.endpoint_id in live.cooling]
+    return warm + cooling, tuple(s.endpoint_id for s in cooling) if warm else ()
 
 
 def _demoted(scored: Scored, why: str) -> Scored:

@@ -178,7 +178,7 @@ class LiveState:
 
     stats: dict[str, EndpointStats] = field(default_factory=dict)
     unhealthy: frozenset[str] = frozenset()  # moved to the end, never dropped (R-DEC-7)
-    cooling: frozenset[str] = frozenset()  # in cooldown: skipped while others remain (R-EXE-3)
+    cooling: frozenset[str] = frozenset()  # in cooldown: tried after every other (R-EXE-3)
 
 
 @dataclass(frozen=True, slots=True)

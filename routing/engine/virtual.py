@@ -70,13 +70,13 @@ def arrange_targets(
 
     A virtual model's targets are models, each decided on its own later; a target whose
     every endpoint is cooling would otherwise still be tried as the only survivor of its own
-    decision. So, as `decide` does for endpoints: targets in cooldown are skipped while any
-    other remains (R-EXE-3), unhealthy ones go last (R-EXE-2), and the session's pinned
-    target goes first while it is healthy and not cooling (R-EXE-7). Returns the order and
-    the pin's outcome ("honored", "released" or None)."""
+    decision. So, as `decide` does for endpoints: unhealthy targets go to the end (R-EXE-2)
+    and targets in cooldown after them, tried only once every other has failed (R-EXE-3),
+    and the session's pinned target goes first while it is healthy and not cooling
+    (R-EXE-7). Returns the order and the pin's outcome ("honored", "released" or None)."""
     warm = [t for t in ordered if t not in cooling]
-    kept = warm if warm else list(ordered)
-    arranged = [t for t in kept if t not in unhealthy] + [t for t in kept if t in unhealthy]
+    arranged = [t for t in warm if t not in unhealthy] + [t for t in warm if t in unhealthy]
+    arranged += [t for t in ordered if t in cooling]
     if pinned is None:
         return tuple(arranged), None
     if pinned not in arranged or pinned in cooling or pinned in unhealthy:

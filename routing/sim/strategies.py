@@ -6,8 +6,8 @@ in step).
 
 The same four providers are configured in one of two shapes, as an operator would:
 - `balanced`, `price`: one model with four provider endpoints. `decide` orders them by the
-  mode (R-DEC-6, D-1), skips endpoints in cooldown while others remain (R-EXE-3) and moves
-  unhealthy ones last (R-EXE-2); the session pin (R-EXE-7) is per model, so it keeps a
+  mode (R-DEC-6, D-1), moves unhealthy endpoints to the end (R-EXE-2) and ones in cooldown
+  after them (R-EXE-3); the session pin (R-EXE-7) is per model, so it keeps a
   session on one provider. Up to MAX_ATTEMPTS attempts.
 - `round_robin`, `weighted_random`, `cost`, `adaptive`: a virtual model whose four targets
   are models served by one endpoint each (R-MOD-7). `order_targets` or `adaptive_order`

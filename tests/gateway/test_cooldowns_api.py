@@ -77,3 +77,28 @@ def _wait_until_served(fake, requests: int, timeout_s: float = 5.0) -> None:
     while fake.stats()["requests"] < requests:
         assert time.monotonic() < deadline, "the fake never saw the request"
         time.sleep(0.01)
+
+
+@pytest.fixture
+def long_cooling_client(fresh_live):
+    """Cooldowns that outlast the test, so `cheap` stays cooling while it runs."""
+    env = fresh_live.own_env(SWITCHYARD_COOLDOWN_BASE_S="60", SWITCHYARD_COOLDOWN_MAX_S="120")
+    with running_gateway(env) as gateway:
+        yield openai.OpenAI(
+            base_url=gateway.base_url, api_key=fresh_live.keys["acme"], max_retries=0
+        )
+
+
+def test_r_exe_3_a_cooling_endpoint_is_tried_last_when_the_others_fail(
+    long_cooling_client, fresh_live
+):
+    # given three 503s from the preferred endpoint, each failed over, which cool it down
+    fresh_live.fakes["cheap"].set_faults(["status:503"] * 3)
+    for _ in range(3):
+        assert _providers(long_cooling_client) == [("cheap", "error"), ("pricey", "ok")]
+    assert _providers(long_cooling_client) == [("pricey", "ok")]
+    # when the other endpoint answers 503 too
+    fresh_live.fakes["pricey"].set_faults(["status:503"])
+    # then the cooling endpoint is tried last, and its answer returned (better to try than
+    # to refuse)
+    assert _providers(long_cooling_client) == [("pricey", "error"), ("cheap", "ok")]

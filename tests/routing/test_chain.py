@@ -79,9 +79,9 @@ def test_r_exe_3_a_target_whose_every_endpoint_cools_goes_after_the_others():
         adaptive=AdaptiveState(), round_robin={}, rng=random.Random(0),
     )  # fmt: skip
     warm = _chain("v", catalog, {})
-    # then the cooling target is skipped while the other remains
+    # then the cooling target is skipped while the other remains, and tried last
     assert warm.models == ("model-a", "model-b")
-    assert chain.models == ("model-b",)
+    assert chain.models == ("model-b", "model-a")
 
 
 def test_r_exe_7_the_session_pin_puts_its_target_first():

@@ -66,7 +66,7 @@ def test_client_errors_never_cool_an_endpoint():
     assert cooldowns.cooling(now=0.0) == frozenset()
 
 
-def _decide_with_cooling(cooling: frozenset[str]):
+def _decide_with_cooling(cooling: frozenset[str], unhealthy: frozenset[str] = frozenset()):
     import random
 
     from routing.engine.decide import decide
@@ -75,22 +75,46 @@ def _decide_with_cooling(cooling: frozenset[str]):
 
     endpoints = [
         make_endpoint(id="cheap", price_input=0.1, price_output=0.1),
+        make_endpoint(id="mid", price_input=1.0, price_output=1.0),
         make_endpoint(id="dear", price_input=5.0, price_output=5.0),
     ]
     request = make_request(mode=Mode.PRICE)
-    return decide(endpoints, request, make_policy(), LiveState(cooling=cooling),
-                  random.Random(0), 0.0)  # fmt: skip
+    live = LiveState(cooling=cooling, unhealthy=unhealthy)
+    return decide(endpoints, request, make_policy(), live, random.Random(0), 0.0)
 
 
-def test_r_exe_3_targets_in_cooldown_are_skipped_while_another_is_available():
-    decision = _decide_with_cooling(frozenset({"cheap"}))
-    assert [e.id for e in decision.ordered] == ["dear"]
-    assert any("cheap" in note for note in decision.notes)
+@pytest.mark.parametrize(
+    ("_case", "cooling", "unhealthy", "expected"),
+    [
+        ("nothing cooling", set(), set(), [("cheap", None), ("mid", None), ("dear", None)]),
+        ("the first cooling", {"cheap"}, set(),
+         [("mid", None), ("dear", None), ("cheap", "cooldown")]),
+        ("two cooling keep their order", {"cheap", "mid"}, set(),
+         [("dear", None), ("cheap", "cooldown"), ("mid", "cooldown")]),
+        ("cooling after unhealthy", {"cheap"}, {"mid"},
+         [("dear", None), ("mid", "unhealthy"), ("cheap", "cooldown")]),
+    ],
+)  # fmt: skip
+def test_r_exe_3_targets_in_cooldown_are_tried_after_every_other(
+    _case, cooling, unhealthy, expected
+):
+    # given the price order cheap, mid, dear
+    # when some are cooling (or unhealthy)
+    decision = _decide_with_cooling(frozenset(cooling), frozenset(unhealthy))
+    # then the cooling ones are still in the attempt list, last, marked: skipped while
+    # another is available, tried when the others fail (better to try than to refuse)
+    assert [(s.endpoint_id, s.demoted) for s in decision.scored] == expected
+    assert [e.id for e in decision.ordered] == [eid for eid, _why in expected]
+
+
+def test_r_exe_3_the_decision_notes_name_the_endpoints_tried_last_for_their_cooldown():
+    decision = _decide_with_cooling(frozenset({"cheap", "mid"}))
+    assert decision.notes == ("In cooldown, tried after the others: cheap, mid.",)
 
 
 def test_r_exe_3_when_every_target_is_cooling_they_are_still_tried():
-    decision = _decide_with_cooling(frozenset({"cheap", "dear"}))
-    assert [e.id for e in decision.ordered] == ["cheap", "dear"]
+    decision = _decide_with_cooling(frozenset({"cheap", "mid", "dear"}))
+    assert [e.id for e in decision.ordered] == ["cheap", "mid", "dear"]
     assert {s.demoted for s in decision.scored} == {"cooldown"}
 
 

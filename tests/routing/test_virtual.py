@@ -75,11 +75,15 @@ def test_r_mod_7_an_unknown_strategy_is_refused():
         _order("fastest")
 
 
-def test_r_exe_3_a_virtual_target_in_cooldown_is_skipped_while_another_remains():
+def test_r_exe_3_a_virtual_target_in_cooldown_is_tried_after_every_other():
     from routing.engine.virtual import arrange_targets
 
     order, _ = arrange_targets(["a", "b", "c"], cooling=frozenset({"a"}), unhealthy=frozenset())
-    assert order == ("b", "c")
+    assert order == ("b", "c", "a")
+    # after the unhealthy ones too
+    order, _ = arrange_targets(["a", "b", "c"], cooling=frozenset({"a"}),
+                               unhealthy=frozenset({"b"}))  # fmt: skip
+    assert order == ("c", "b", "a")
     # every target cooling: all kept, trying beats refusing
     order, _ = arrange_targets(["a", "b"], cooling=frozenset({"a", "b"}), unhealthy=frozenset())
     assert order == ("a", "b")
@@ -98,5 +102,5 @@ def test_r_exe_7_a_session_stays_on_its_virtual_target_until_it_cools_down():
     calm = {"cooling": frozenset(), "unhealthy": frozenset()}
     assert arrange_targets(["a", "b", "c"], pinned="c", **calm) == (("c", "a", "b"), "honored")
     cooling = {"cooling": frozenset({"c"}), "unhealthy": frozenset()}
-    assert arrange_targets(["a", "b", "c"], pinned="c", **cooling) == (("a", "b"), "released")
+    assert arrange_targets(["a", "b", "c"], pinned="c", **cooling) == (("a", "b", "c"), "released")
     assert arrange_targets(["a"], pinned="a", **calm) == (("a",), None)
