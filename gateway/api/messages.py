@@ -69,11 +69,11 @@ def render_messages(served: Served) -> HttpResponseBase:
         usage = chat.get("usage")
         facts = switchyard_block(caller, served.record, outcome.target, usage)
         finish(status=200, target=outcome.target, usage=usage)
-        requested = served.parsed.echo.get("model", "")
+        answered = outcome.target.endpoint.model  # R-API-6, not the alias the client sent
         if outcome.message is not None:  # an Anthropic-style upstream's own message
-            message = {**outcome.message, "id": caller.message_id, "model": requested}
+            message = {**outcome.message, "id": caller.message_id, "model": answered}
         else:
-            message = to_message(chat, message_id=caller.message_id, requested_model=requested)
+            message = to_message(chat, message_id=caller.message_id, requested_model=answered)
         response = json_response(message)
     for name, header in FACT_HEADERS.items():
         if name in facts:

@@ -137,3 +137,25 @@ def test_r_api_9_the_upstreams_refusal_of_a_native_request_is_its_answer(fresh_l
     assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
     assert "toolu_404" in refused.value.message
     assert fresh_live.fakes["anthro"].stats()["requests"] == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["message", "stream"])
+def test_r_api_6_a_tiered_alias_answered_natively_names_the_model_that_answered(fresh_live, stream):
+    # given the tiered alias `normal`, whose hard tier is served by the Anthropic upstream
+    request = {
+        "model": "normal", "max_tokens": 64,
+        "messages": [{"role": "user", "content": "Think hard: what is the root cause?"}],
+        "extra_headers": {"X-Switchyard-Tier": "hard"},
+    }  # fmt: skip
+    # when a request is sent to the hard tier
+    if stream:
+        with _client(fresh_live).messages.stream(**request) as events:  # type: ignore[arg-type]
+            message = events.get_final_message()
+            headers = events.response.headers
+    else:
+        raw = _client(fresh_live).messages.with_raw_response.create(**request)  # type: ignore[call-overload]
+        message, headers = raw.parse(), raw.headers
+    # then it was answered natively, and the message names the model that answered
+    assert headers["x-switchyard-provider"] == "anthro"
+    assert headers["x-switchyard-tier"] == "hard"
+    assert message.model == headers["x-switchyard-model"] == SONNET
