@@ -106,18 +106,23 @@ def render_error(error: ApiError) -> HttpResponse:
     return response
 
 
-def anthropic_error_body(status: int, message: str) -> dict[str, Any]:
-    """Anthropic's error envelope for a response of `status`."""
+def anthropic_error_body(
+    status: int, message: str, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Anthropic's error envelope for a response of `status`. `extra` members (a 409's
+    `excluded` endpoints, a failover's `attempts`) join the error object, which Anthropic's
+    SDK reads for `type` and `message` only and keeps whole as the exception's body."""
     fallback = "invalid_request_error" if 400 <= status < 500 else "api_error"
     kind = ANTHROPIC_ERROR_TYPES.get(status, fallback)
-    return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"type": "error", "error": {**(extra or {}), "type": kind, "message": message}}
 
 
 def render_anthropic_error(error: ApiError) -> HttpResponse:
-    """The error in Anthropic's envelope (`{"type": "error", "error": {type, message}}`),
-    with the status, `Retry-After` and `x-should-retry` of the OpenAI-shaped one."""
+    """The error in Anthropic's envelope (`{"type": "error", "error": {type, message, …}}`)
+    with the same extra members, status, `Retry-After` and `x-should-retry` as the
+    OpenAI-shaped one (R-BEY-6: the excluded endpoints and their reasons)."""
     response = HttpResponse(
-        orjson.dumps(anthropic_error_body(error.status, error.message)),
+        orjson.dumps(anthropic_error_body(error.status, error.message, error.extra)),
         status=error.status,
         content_type="application/json",
     )

@@ -206,3 +206,25 @@ def test_r_api_9_a_claude_code_shaped_request_streams_through(fresh_live, model,
     assert final.content[0].type == "text"
     assert final.stop_reason == "end_turn"
     assert fresh_live.fakes[fake].stats()["requests"] == 1
+
+
+@pytest.mark.live
+def test_r_bey_6_the_anthropic_shaped_409_lists_each_excluded_endpoint_with_its_reason(
+    fresh_live,
+):
+    # given a workspace allowing EU-owned endpoints only, and llama served by none
+    client = _client(fresh_live, api_key=fresh_live.keys["euonly"])
+    # when a Messages request names llama
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        client.messages.create(model=LLAMA, max_tokens=16,
+                               messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+    # then the 409 in Anthropic's envelope carries the same exclusions as the OpenAI shape
+    assert caught.value.status_code == 409
+    error = caught.value.body["error"]  # type: ignore[index]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].endswith("Residency is never relaxed silently.")
+    assert {(x["endpoint"], x["reason"]) for x in error["excluded"]} == {
+        ("cheap-llama", "sovereignty_not_allowed"),
+        ("pricey-llama", "sovereignty_not_allowed"),
+    }
+    assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
