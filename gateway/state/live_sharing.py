@@ -1,6 +1,7 @@
 """This worker's part in the live-metric rollup (SPEC R-OBS-2): twice every
 `SWITCHYARD_LIVE_ROLLUP_S` it hands what it observed since its last tick to the slice
-store, rolls the window up itself when no Celery broker does (the embedded default), and
+store, rolls the window up itself when no Celery beat does (the embedded default, or a
+beat that is overdue), and
 reads the rollup back into the live metrics its router reads (routing/engine/live.py
 merges in what the rollup has not seen yet). The same for the series of workspaces' own
 credentials (BYOK), through a store and a rollup fleet of their own. A series with
@@ -25,7 +26,7 @@ from django.conf import settings
 
 from gateway.state import runtime
 from gateway.state.db_thread import in_db_thread
-from routing.engine.live import LiveMetrics
+from routing.engine.live import Fleet, LiveMetrics
 from routing.rollup import (
     CREDENTIALS,
     ENDPOINTS,
@@ -82,7 +83,11 @@ def share_series(
     out, and a worker that hands a slice in rolls it up on that same pass. It still reads
     the rollup back: skipping that would hide from this worker's health answers the
     traffic other workers roll up. A pass that fails is not quiet, so the next one rolls
-    up what it may have left behind."""
+    up what it may have left behind.
+
+    With a Celery broker, beat rolls up; a worker rolls up itself only when the rollup it
+    reads is overdue (`rollup_overdue`): a broker with no beat, or a beat whose Celery
+    worker is away, would otherwise leave every worker showing only its own traffic."""
     was_quiet = live in _quiet
     _quiet.discard(live)
     if piece.windows:
@@ -91,10 +96,21 @@ def share_series(
         except Exception:
             live.give_back_slice(since)  # counted in the next tick's slice instead
             raise
-    if not settings.CELERY_BROKER_URL and (piece.windows or not was_quiet):
+    beat = bool(settings.CELERY_BROKER_URL)  # Celery beat is to roll up, not the workers
+    fleet = read_fleet(store.fleet, WORKER_ID) if beat else None
+    if (not beat or rollup_overdue(fleet, now)) and (piece.windows or not was_quiet):
         roll_up(store, now)
-    fleet = read_fleet(store.fleet, WORKER_ID)
+        fleet = None
+    if fleet is None:
+        fleet = read_fleet(store.fleet, WORKER_ID)
     if fleet is not None:
         live.set_fleet(fleet)
     elif not piece.windows:
         _quiet.add(live)
+
+
+def rollup_overdue(fleet: Fleet | None, now: float) -> bool:
+    """No rollup yet, or the last one is older than one and a half intervals: beat's runs
+    every `SWITCHYARD_LIVE_ROLLUP_S`, so a healthy beat's rollup is younger than that plus
+    the task's latency whenever a worker reads it."""
+    return fleet is None or now - fleet.at > 1.5 * settings.LIVE_ROLLUP_S

@@ -85,3 +85,22 @@ def test_r_obs_2_a_provider_slowed_10x_moves_the_routers_of_both_workers(fresh_l
         _chat(two_workers, key, "pricey")
     took = _within(6 * ROLLUP_S, lambda: _first_choice(two_workers, key), "pricey-llama")
     log.info("both workers' routers moved %.2f s after the slow requests", took)
+
+
+# The gateway never sends a task itself (beat does), so a broker nothing listens on stands
+# for a deployment whose beat is not running.
+NO_BEAT = {"CELERY_BROKER_URL": "redis://127.0.0.1:9/0"}
+
+
+@pytest.mark.parametrize("broker", [{}, NO_BEAT], ids=["no-broker", "broker-without-beat"])
+def test_r_api_8_r_obs_2_health_shows_the_fleets_numbers_at_the_default_rollup(fresh_live, broker):
+    # given two workers at the documented rollup interval (5 s), with or without a broker
+    # whose beat would roll up, and 20 requests spread over them on fresh connections
+    interval_s = 5.0
+    with running_gateway(fresh_live.own_env(**broker), workers=2) as gateway:
+        for _ in range(20):
+            _chat(gateway.base_url, fresh_live.keys["acme"], "cheap")
+        # then within two intervals (a tick may have just passed) every worker answers
+        # /health with all 20, not its own share
+        took = _within(2 * interval_s + 1, lambda: _requests(gateway.base_url).get("cheap"), 20)
+    log.info("both workers reported all 20 requests %.2f s after the last", took)
