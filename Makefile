@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-instructions bench-trees simulate smart-sample fakeupstream worker up clean
+.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker up clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -41,6 +41,10 @@ bench: install
 # One worker holding FLOOD_ARGS (default --streams 5000) streams that wait for a first token.
 bench-flood: install
 	$(BIN)/python -m bench.flood $(FLOOD_ARGS)
+
+# Random well-formed keys, all 401: what looking up a key the snapshot lacks costs (UNKNOWN_ARGS).
+bench-unknown-keys: install
+	$(BIN)/python -m bench.unknown_keys $(UNKNOWN_ARGS)
 
 # Instructions per chat request under valgrind: an A/B CPU steal cannot blur
 # (INSTR_ARGS, e.g. --tree ../other-checkout).

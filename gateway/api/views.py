@@ -31,7 +31,12 @@ from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
 from gateway.errors import ApiError, invalid, render_anthropic_error, render_error
-from gateway.request_path.authenticate import authenticate, authenticate_key, presented_key
+from gateway.request_path.authenticate import (
+    authenticate,
+    authenticate_key,
+    presented_key,
+    snapshot_knowing_key,
+)
 from gateway.request_path.parse import read_json
 from gateway.request_path.serve import serve
 from gateway.state import request_state
@@ -64,7 +69,7 @@ async def messages(request: HttpRequest) -> HttpResponseBase:
 async def count_tokens(request: HttpRequest) -> HttpResponseBase:
     """`POST /v1/messages/count_tokens` (SPEC R-API-9): counted by the Anthropic upstream
     a Messages request would go to, else estimated (gateway/api/messages_count.py)."""
-    snap = await request_state.current_snapshot()
+    snap = await snapshot_knowing_key(request)
     try:
         caller = authenticate(request, snap, time.time())
         body = read_json(request, request_state.gateway_settings().max_body_bytes)
@@ -100,7 +105,7 @@ async def health(request: HttpRequest) -> HttpResponseBase:
     if presented_key(request):
         now = time.time()
         try:
-            _key, workspace = authenticate_key(request, await request_state.current_snapshot(), now)
+            _key, workspace = authenticate_key(request, await snapshot_knowing_key(request), now)
         except ApiError as error:
             return render_error(error)
         shown["credentials"] = request_state.credentials_health(
@@ -120,7 +125,7 @@ def _credential_health(
 @require_GET
 async def models(request: HttpRequest) -> HttpResponseBase:
     """The models and routing names this key may use (SPEC D-7; gateway/api/model_listing)."""
-    snap = await request_state.current_snapshot()
+    snap = await snapshot_knowing_key(request)
     try:
         key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
@@ -134,7 +139,7 @@ async def models(request: HttpRequest) -> HttpResponseBase:
 @require_GET
 async def model_detail(request: HttpRequest, model_id: str) -> HttpResponseBase:
     """`GET /v1/models/{id}` (ids contain `/`): one entry of the list, else a 404."""
-    snap = await request_state.current_snapshot()
+    snap = await snapshot_knowing_key(request)
     try:
         key, workspace = authenticate_key(request, snap, time.time())
     except ApiError as error:
@@ -151,7 +156,7 @@ class TraceDetail(APIView):
     workspace's is a 404, not a 403."""
 
     async def get(self, request: Request, trace_id: str) -> HttpResponseBase:
-        snap = await request_state.current_snapshot()
+        snap = await snapshot_knowing_key(request._request)
         try:
             _key, workspace = authenticate_key(request._request, snap, time.time())
         except ApiError as error:
@@ -177,7 +182,7 @@ class TraceList(APIView):
     log's filters and cursor (audit/trace_log.py); the management API lists a workspace's."""
 
     async def get(self, request: Request) -> HttpResponseBase:
-        snap = await request_state.current_snapshot()
+        snap = await snapshot_knowing_key(request._request)
         try:
             key, workspace = authenticate_key(request._request, snap, time.time())
             query = trace_log.parse_query(request._request.GET, allow_key=False)

@@ -1,5 +1,6 @@
 """Step 1 of the request path: the workspace key against the snapshot (no SQL), giving
-the request's `Caller`."""
+the request's `Caller`. The snapshot comes from `snapshot_knowing_key`, which knows a key
+made since the worker's last poll (gateway/state/key_lookups.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.http import HttpRequest
 
 from gateway.errors import ApiError
 from gateway.request_path.caller import Caller
+from gateway.state import request_state
 from gateway.state.snapshot import KeyEntry, Snapshot, WorkspaceEntry
 from workspaces.keys import secret_matches, split_key
 
@@ -24,6 +26,13 @@ def presented_key(request: HttpRequest) -> str:
     if scheme.lower() == "bearer" and raw.strip():
         return raw.strip()
     return request.headers.get("x-api-key", "").strip()
+
+
+async def snapshot_knowing_key(request: HttpRequest) -> Snapshot:
+    """The snapshot to authenticate `request` against: the worker's own, reloaded first
+    when it lacks a well-formed key the database has (SPEC R-KEY-1)."""
+    parts = split_key(presented_key(request))
+    return await request_state.snapshot_knowing(parts[0] if parts else None)
 
 
 def authenticate_key(

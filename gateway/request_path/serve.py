@@ -16,7 +16,7 @@ from gateway.errors import ApiError
 from gateway.request_path import parse
 from gateway.request_path.admit import Admission, admit, tokens_used, with_route_usage
 from gateway.request_path.affinity import session_of
-from gateway.request_path.authenticate import authenticate
+from gateway.request_path.authenticate import authenticate, snapshot_knowing_key
 from gateway.request_path.auto import ChildRequest
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan
@@ -39,7 +39,7 @@ MAX_VERSION_CHARS = 32  # of the `anthropic-version` header kept in the trace
 
 async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
     now = time.time()  # the request's one reading of the wall clock
-    snap = await request_state.current_snapshot()
+    snap = await snapshot_knowing_key(request)
     try:
         caller = authenticate(request, snap, now)  # 1
     except ApiError as error:
@@ -85,7 +85,7 @@ async def serve_as(
     if not operation.dry_run:
         raise ValueError(f"{operation.name} is not a dry run: it needs the key itself")
     now = time.time()
-    snap = await request_state.current_snapshot()
+    snap = await request_state.snapshot_knowing(lookup_id)
     key, workspace = snap.keys.get(lookup_id), snap.workspaces.get(workspace_id)
     expired = key is not None and key.expires_at is not None and key.expires_at <= now
     if key is None or workspace is None or key.workspace_id != workspace_id or expired:

@@ -319,6 +319,11 @@ async def current_snapshot() -> Snapshot:
     return await runtime.snapshots().current()
 
 
+async def snapshot_knowing(lookup_id: str | None) -> Snapshot:
+    """The current snapshot, reloaded first when it lacks a key the database has (R-KEY-1)."""
+    return await runtime.snapshots().knowing(lookup_id)
+
+
 def upstream_client() -> httpx.AsyncClient:
     return runtime.client()
 

@@ -6,8 +6,13 @@ after that a request touches no database. Every configuration write bumps `Confi
 (a signal receiver does it on commit, so admin edits, `apply` and services alike
 invalidate); each worker checks the stamp at most every `snapshot_poll_s` in the background
 and swaps in a new snapshot when it changed. A request never waits for that check: it uses
-the snapshot it has. The snapshot's value types (gateway/state/snapshot_types.py) and
-`load_snapshot` are re-exported here, where callers have always imported them.
+the snapshot it has — unless it presents a key the snapshot lacks: a key made since the last
+poll is then looked up, rationed (gateway/state/key_lookups.py), and when the database has
+it the snapshot is reloaded at once, so a new key works on every worker as soon as its
+creation has answered (SPEC R-KEY-1). Entries only ever come from a whole snapshot, so a
+revocation is in effect at the next poll, as any other change. The snapshot's value types
+(gateway/state/snapshot_types.py) and `load_snapshot` are re-exported here, where callers
+have always imported them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from gateway.failure_log import RepeatedFailure
 from gateway.models import ConfigVersion
 from gateway.state.db_thread import in_db_thread
+from gateway.state.key_lookups import KeyLookups
 from gateway.state.shared_state import announce_config_change
+from gateway.state.snapshot_keys import key_exists
 from gateway.state.snapshot_load import load_snapshot, read_version
 from gateway.state.snapshot_types import (
     CredentialEntry,
@@ -76,6 +83,12 @@ class SnapshotHolder:
         self._failures = RepeatedFailure(
             log, "configuration snapshot check", clock=lambda: time.monotonic()
         )
+        self._lookups = KeyLookups(self._reloaded_if_made, clock=lambda: time.monotonic())
+        self._lookup_failures = RepeatedFailure(
+            log, "lookup of a key the snapshot lacks", clock=lambda: time.monotonic()
+        )
+        self._key_loads = asyncio.Lock()  # one reload for a new key at a time
+        self._key_loads_begun = 0
 
     async def current(self) -> Snapshot:
         snapshot = self._snapshot
@@ -91,6 +104,36 @@ class SnapshotHolder:
             self._checked_at = time.monotonic()
             self._refresh = asyncio.create_task(self._check())
         return snapshot
+
+    async def knowing(self, lookup_id: str | None) -> Snapshot:
+        """`current()`, or when it lacks the key `lookup_id` and the database has it, the
+        snapshot reloaded since; still `current()` for a key it cannot find (a 401)."""
+        snapshot = await self.current()
+        if lookup_id is None or lookup_id in snapshot.keys:
+            return snapshot
+        try:
+            found = await self._lookups.exists(lookup_id)
+        except Exception as error:  # the key stays unknown here until the next poll
+            self._lookup_failures.failed(error)
+            return snapshot
+        self._lookup_failures.worked()
+        return self._snapshot if found and self._snapshot is not None else snapshot
+
+    async def _reloaded_if_made(self, lookup_id: str) -> bool:
+        """Whether the database has the unrevoked key; if so a snapshot read after it was
+        seen is current first (one reload serves every key seen before it began)."""
+        if not await in_db_thread(key_exists)(lookup_id):
+            return False
+        seen_after = self._key_loads_begun
+        async with self._key_loads:
+            if self._key_loads_begun == seen_after:  # none began since: this one must
+                self._key_loads_begun += 1
+                self._snapshot = await in_db_thread(load_snapshot)()
+                log.info(
+                    "configuration snapshot reloaded at version %s for a key made since",
+                    self._snapshot.version,
+                )
+        return self._snapshot is not None and lookup_id in self._snapshot.keys
 
     def check_now(self) -> None:
         """Check the version stamp at once (another process announced a change on Redis)

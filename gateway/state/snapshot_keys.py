@@ -4,7 +4,8 @@ A key's settings are the `KeySettings` row of its name in its workspace (D-24), 
 preset it names. Its scope — the names it may request, and its workspace's policy narrowed
 to that scope and to the preset — is computed here, once per snapshot, by the engine's
 routing/engine/key_scope.py, so a request pays for none of it. Synchronous; called by
-`load_snapshot` inside its transaction.
+`load_snapshot` inside its transaction. `key_exists` is the one read of a key outside a
+snapshot: whether a key the snapshot lacks has been made since (gateway/state/key_lookups.py).
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ def load_keys(
             entry = _with_settings(entry, row, workspace, expansions[workspace.id])
         entries[key.lookup_id] = entry
     return entries
+
+
+def key_exists(lookup_id: str) -> bool:
+    """Whether an unrevoked key has this lookup id (one indexed read)."""
+    return ApiKey.objects.filter(lookup_id=lookup_id, revoked_at__isnull=True).exists()
 
 
 def _with_settings(
