@@ -44,7 +44,7 @@ from gateway.request_path.serve import decide_only, native_for
 from gateway.state.request_state import upstream_client
 from gateway.upstream.count_tokens import count_body, count_tokens
 from routing.engine.attempts import PASSED_THROUGH, AttemptFailed
-from routing.engine.types import EndpointInfo
+from routing.engine.types import Decision, EndpointInfo
 
 log = logging.getLogger(__name__)
 
@@ -125,15 +125,17 @@ def _first_endpoint(served: Served) -> EndpointInfo | None:
     none has one, the request's own error (execute_plan's) is raised. The decisions'
     effects (affinity counters) are a request's, never a count's: not applied."""
     plan, caller = served.plan, served.caller
-    refused = ApiError(404, "No model to route to.", code="model_not_found")
+    error = ApiError(404, "No model to route to.", code="model_not_found")
+    refused: list[Decision] = []
     for model in plan.models:
         decision, _effects = plan.decide(model)
         if decision.ordered:
             return decision.ordered[0]
-        refused = no_endpoint(decision, served.resolved.routing, caller.snapshot)
-    if refused.code == "context_length_exceeded":
+        refused.append(decision)
+        error = no_endpoint(refused, served.resolved.routing, caller.snapshot)
+    if error.code == "context_length_exceeded":
         return None
-    raise refused
+    raise error
 
 
 def _stand_in(body: dict[str, Any]) -> int:

@@ -8,6 +8,7 @@ back as effects."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -80,12 +81,16 @@ class Plan:
         )
 
 
-def no_endpoint(decision: Decision, request: RoutingRequest, snap: Snapshot) -> ApiError:
-    """SPEC R-DEC-3 / R-BEY-6: the engine's sentence, then the fixed promise, and the
-    machine-readable list of excluded candidates — unless the only thing wrong is size
-    (SPEC D-16): then OpenAI's 400 `context_length_exceeded`, which clients handle."""
-    if decision.rejected and all(r is Reason.CONTEXT_TOO_SMALL for _e, r in decision.rejected):
-        rejected = {eid for eid, _r in decision.rejected}
+def no_endpoint(refused: Sequence[Decision], request: RoutingRequest, snap: Snapshot) -> ApiError:
+    """The error of a chain whose models in `refused` (their decisions, in chain order, not
+    empty) kept no endpoint. SPEC R-DEC-3 / R-BEY-6: the engine's sentence, then the fixed
+    promise, and the machine-readable list of excluded candidates — of the last model
+    refused for something other than size. Unless size is the only thing wrong everywhere
+    (SPEC D-16): then OpenAI's 400 `context_length_exceeded`, which clients handle, naming
+    the largest window of the whole chain (a fallback's may be larger than the first's)."""
+    other = [d for d in refused if not _only_too_small(d)]
+    if not other:
+        rejected = {eid for decision in refused for eid, _r in decision.rejected}
         windows = [e.context_window for e in snap.all_endpoints if e.id in rejected]
         largest = max(windows, default=0)
         return ApiError(
@@ -97,6 +102,7 @@ def no_endpoint(decision: Decision, request: RoutingRequest, snap: Snapshot) -> 
             code="context_length_exceeded",
             param="messages",
         )
+    decision = other[-1]
     return ApiError(
         409,
         f"{decision.reason} Residency is never relaxed silently.",
@@ -106,4 +112,10 @@ def no_endpoint(decision: Decision, request: RoutingRequest, snap: Snapshot) -> 
                 {"endpoint": eid, "reason": str(reason)} for eid, reason in decision.rejected
             ]
         },
+    )
+
+
+def _only_too_small(decision: Decision) -> bool:
+    return bool(decision.rejected) and all(
+        r is Reason.CONTEXT_TOO_SMALL for _e, r in decision.rejected
     )

@@ -40,7 +40,7 @@ from gateway.state.snapshot import CredentialEntry
 from gateway.upstream.execute import Outcome, Target, execute
 from gateway.upstream.providers.anthropic_native import NativeRequest
 from routing.engine.attempts import final_error
-from routing.engine.types import EndpointInfo
+from routing.engine.types import Decision, EndpointInfo
 from workspaces.secrets import DecryptionError, owner_aad, unseal
 
 log = logging.getLogger(__name__)
@@ -67,13 +67,15 @@ async def execute_plan(
     deadline_at -= caller.elapsed_s()
     routing = plan.resolved.routing
     last_error: ApiError | None = None
+    refused: list[Decision] = []  # the models that kept no endpoint, for D-16's window
     for model in plan.models:
         decision, effects = plan.decide(model)
         apply(effects)
         record.decision = decision
         record.decisions.append(plan.entry(decision, model))
         if not decision.ordered:
-            last_error = no_endpoint(decision, routing, caller.snapshot)
+            refused.append(decision)
+            last_error = no_endpoint(refused, routing, caller.snapshot)
             continue
         attempt_list = decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
         targets = make_targets(caller, attempt_list, gateway, state)

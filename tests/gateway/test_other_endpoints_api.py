@@ -60,6 +60,44 @@ def test_d_16_a_request_too_large_for_every_window_is_openais_context_length_exc
     assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
 
 
+@pytest.fixture(scope="module")
+def small_windows(live, tmp_path_factory) -> tuple[str, str]:
+    """Two models of their own on the `cheap` fake: a 64-token and a 128-token window."""
+    small, larger = "d16/window-64", "d16/window-128"
+    config = tmp_path_factory.mktemp("d16") / "windows.yaml"
+    config.write_text(f"""
+models:
+  - {{slug: {small}, capabilities: [text], context_window: 64}}
+  - {{slug: {larger}, capabilities: [text], context_window: 128}}
+endpoints:
+  - {{id: d16-window-64, provider: cheap, model: {small}, upstream_model: w64, region: r,
+      price: {{input: 0.1, output: 0.1}}}}
+  - {{id: d16-window-128, provider: cheap, model: {larger}, upstream_model: w128, region: r,
+      price: {{input: 0.1, output: 0.1}}}}
+""")  # fmt: skip
+    live.manage("apply", "-f", str(config))
+    live.wait_for_model(_client(live, "acme"), larger)
+    return small, larger
+
+
+def test_d_16_a_fallback_chain_too_small_everywhere_names_the_largest_window_on_offer(
+    fresh_live, small_windows
+):
+    # given a chain of a 128-token model, then a 64-token one
+    small, larger = small_windows
+    # when a request fits neither
+    with pytest.raises(openai.BadRequestError) as caught:
+        _client(fresh_live, "acme").chat.completions.create(
+            model=larger, messages=[{"role": "user", "content": "word " * 200}],
+            extra_body={"models": [small]},
+        )  # fmt: skip
+    # then the 400 names the largest window of the whole chain, not the first model's
+    error = caught.value.body
+    assert (error["code"], error["param"]) == ("context_length_exceeded", "messages")
+    assert "(128 tokens)" in error["message"]
+    assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
+
+
 def test_d_16_another_exclusion_beside_the_window_keeps_the_409(fresh_live):
     # given a residency the endpoint does not meet, and a request too long for it
     with pytest.raises(openai.ConflictError) as caught:
