@@ -23,6 +23,9 @@ SSE_HEADERS = (("cache-control", "no-cache"),)
 # What `malformed` sends: starts like JSON, then bytes no JSON (or UTF-8) parser accepts.
 MALFORMED_JSON = b'{"id": "fake", "choices": [\x00\xff\xfe'
 MALFORMED_EVENT = b'data: {"id": "fake", "choices": [{"delta": \xff\xfe not json\n\n'
+# What `no_answer` leaves out of a reply: the answer itself (chat, embeddings, messages,
+# count_tokens), so the rest (id, object, model, usage) still looks like a real answer.
+ANSWER_FIELDS = ("choices", "data", "content", "input_tokens")
 
 
 _IN_BAND_MESSAGES = {
@@ -181,6 +184,10 @@ async def send_json(ex: Exchange, body: bytes) -> None:
     elif kind is FaultKind.ERROR_EVENT:
         # The non-stream form of an in-band error: HTTP 200 whose body is an error.
         conn.respond(200, JSON, orjson.dumps(ex.in_band_error()))
+    elif kind is FaultKind.NO_ANSWER:
+        reply = orjson.loads(body)
+        conn.respond(200, JSON, orjson.dumps({k: v for k, v in reply.items()
+                                              if k not in ANSWER_FIELDS}))  # fmt: skip
     else:
         conn.respond(200, JSON, body)
 
@@ -198,12 +205,25 @@ async def send_stream(ex: Exchange, plan: StreamPlan) -> None:
     if kind is FaultKind.MALFORMED or kind is FaultKind.ERROR_EVENT:
         conn.end_chunks(MALFORMED_EVENT if kind is FaultKind.MALFORMED else ex.error_event())
         return
+    if kind is FaultKind.NO_ANSWER:
+        conn.end_chunks(_answerless(ex.style, plan))
+        return
     token_limit = fault.arg if fault and kind is FaultKind.DROP_MID_STREAM else None
     await _stream_tokens(ex, plan, token_limit)
     if token_limit is not None and token_limit <= len(plan.tokens):
         conn.close()
         return
     conn.end_chunks(b"".join(plan.tail))
+
+
+def _answerless(style: ApiStyle, plan: StreamPlan) -> bytes:
+    """The stream of `no_answer`: its opening and its end, nothing between. OpenAI style:
+    the first chunk without `choices`, then `[DONE]`; Anthropic style: `message_start`,
+    then `message_stop`, with no content block."""
+    if style is ApiStyle.ANTHROPIC:
+        return plan.lead[0] + plan.tail[-1]
+    first = orjson.loads((plan.lead or plan.tokens)[0].removeprefix(b"data: "))
+    return openai_wire.sse({k: v for k, v in first.items() if k != "choices"}) + plan.tail[-1]
 
 
 async def _stream_tokens(ex: Exchange, plan: StreamPlan, token_limit: int | None) -> None:

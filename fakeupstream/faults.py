@@ -21,6 +21,7 @@ class FaultKind(StrEnum):
     DISCONNECT = "disconnect"  # close the connection without a response
     DROP_MID_STREAM = "drop_mid_stream"  # send N content chunks, then close abruptly
     MALFORMED = "malformed"  # HTTP 200 with a body (or SSE line) that does not parse
+    NO_ANSWER = "no_answer"  # HTTP 200, well-formed JSON of the right kind without the answer
     LATENCY = "latency"  # wait this many ms before the response head, then answer normally
     ERROR_EVENT = "error_event"  # HTTP 200, then an in-band error before any content
     # (`error_event:400` makes it an error of that status's type; default: overloaded/500)

@@ -186,7 +186,10 @@ async def read_body(response: httpx.Response, target: Target, limit: int | None 
     except TimeoutError:
         raise AttemptFailed("timeout", "upstream body did not arrive in time") from None
     except httpx.HTTPError as exc:
-        raise AttemptFailed("connect_error", f"{type(exc).__name__} reading body") from None
+        # The head said 200 and the body broke off: a malformed answer (D-18), not an
+        # endpoint out of reach.
+        raise AttemptFailed("malformed", f"upstream body was cut short ({type(exc).__name__})"
+                            ) from None  # fmt: skip
     finally:
         await close_response(response)
 
@@ -251,10 +254,13 @@ async def call_once(
     try:
         if _is_native(target, native):
             return anthropic_native.parse_message(data, model=slug, **ids)
-        if target.api_style == "anthropic" and operation != "embeddings":
+        if operation == "embeddings":
+            return openai.parse_embeddings(data, model=slug), None
+        if target.api_style == "anthropic":
             return anthropic.parse_response(data, model=slug, **ids), None
         return openai.parse_response(data, model=slug), None
     except (ValueError, KeyError, TypeError):
+        # Not JSON, or JSON short of the answer's shape (each adapter's check): D-18.
         raise AttemptFailed("malformed", "upstream sent a malformed response") from None
 
 
@@ -298,7 +304,9 @@ async def open_stream(
     except TimeoutError:
         raise AttemptFailed("timeout", "no first token in time") from None
     except httpx.HTTPError as exc:
-        raise AttemptFailed("connect_error", f"{type(exc).__name__} before first token") from None
+        # The head said 200 and the stream broke before any content (D-18: 502 at the end).
+        raise AttemptFailed("stream_error", f"upstream stream broke before any content "
+                            f"({type(exc).__name__})") from None  # fmt: skip
     finally:
         if not committed:
             drop_connection(response)

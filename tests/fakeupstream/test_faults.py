@@ -8,7 +8,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.fakeupstream.conftest import OPENAI_AUTH, chat_body, sse_events
+from tests.fakeupstream.conftest import ANTHROPIC_AUTH, OPENAI_AUTH, chat_body, sse_events
 
 CHAT = "/v1/chat/completions"
 
@@ -99,6 +99,44 @@ def test_malformed_stream_sends_a_garbage_data_line(client):
     assert raw.startswith(b"data: {")
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(raw.removeprefix(b"data: ").strip())
+
+
+def test_no_answer_is_a_well_formed_200_without_the_answer(client):
+    # when
+    chat = client.post(CHAT, json=chat_body(), headers=faulted("no_answer"))
+    message_body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    message = client.post("/v1/messages", json=message_body,
+                          headers={**ANTHROPIC_AUTH, "X-Fake-Fault": "no_answer"})  # fmt: skip
+    embedded = client.post("/v1/embeddings", json={"model": "e", "input": "hi"},
+                           headers=faulted("no_answer"))  # fmt: skip
+    # then each is JSON of its kind, and the answer itself is missing
+    assert (chat.status_code, chat.json()["object"]) == (200, "chat.completion")
+    assert "choices" not in chat.json()
+    assert (message.status_code, message.json()["type"]) == (200, "message")
+    assert "content" not in message.json()
+    assert (embedded.status_code, embedded.json()["object"]) == (200, "list")
+    assert "data" not in embedded.json()
+
+
+@pytest.mark.parametrize(
+    ("path", "auth", "body"),
+    [(CHAT, OPENAI_AUTH, chat_body(stream=True)),
+     ("/v1/messages", ANTHROPIC_AUTH, {"model": "m", "max_tokens": 5, "stream": True,
+                                       "messages": [{"role": "user", "content": "hi"}]})],
+)  # fmt: skip
+def test_no_answer_stream_opens_and_ends_with_no_content_between(client, path, auth, body):
+    # when
+    headers = {**auth, "X-Fake-Fault": "no_answer"}
+    with client.stream("POST", path, json=body, headers=headers) as response:
+        events = sse_events(response)
+    # then an opening event without content, then the stream's regular end
+    assert response.status_code == 200
+    opening, end = events
+    if path == CHAT:
+        assert "choices" not in orjson.loads(opening[1])
+        assert end[1] == "[DONE]"
+    else:
+        assert (opening[0], end[0]) == ("message_start", "message_stop")
 
 
 def test_latency_fault_delays_the_answer(client):

@@ -5,7 +5,12 @@ the status they name, 502/503/504 for the gateway's own verdicts, `x-should-retr
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
+import anthropic
 import httpx
+import openai
 import orjson
 import pytest
 
@@ -21,7 +26,7 @@ def _post(live, *, stream: bool = False) -> httpx.Response:
     return httpx.post(f"{live.base_url}/chat/completions", json=body, headers=headers)
 
 
-def _tried(response: httpx.Response) -> list[tuple[str, int | None]]:
+def _tried(response: Any) -> list[tuple[str, int | None]]:
     attempts = orjson.loads(response.headers["x-switchyard-attempts"])
     return [(a["provider"], a["http_status"]) for a in attempts]
 
@@ -120,3 +125,125 @@ def test_r_api_5_the_reason_names_the_provider_that_served_after_a_failover(
     assert block["provider"] == "pricey"
     assert " at pricey;" in block["routing_reason"]
     assert "cheap" not in block["routing_reason"]
+
+
+# A malformed answer (SPEC D-18): a 200 without its answer, a body cut short, and a stream
+# whose head arrived and which closed before any content.
+MALFORMED = [("no_answer", False), ("no_answer", True), ("drop_mid_stream:0", False),
+             ("drop_mid_stream:0", True)]  # fmt: skip
+
+
+def _chat(client: openai.OpenAI, model: str, stream: bool) -> Any:
+    """The raw reply, its stream read to the end."""
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=MESSAGES, stream=stream
+    )
+    reply = raw.parse()
+    block = list(reply)[-1].model_extra if stream else reply.model_extra
+    return raw, block["switchyard"]
+
+
+@pytest.mark.parametrize(("fault", "stream"), MALFORMED)
+def test_d_18_a_malformed_answer_fails_over_to_the_next_endpoint(client, fresh_live, fault, stream):
+    # given the first endpoint answers malformed once
+    fresh_live.fakes["cheap"].set_faults([fault])
+    # when
+    raw, block = _chat(client, MODEL, stream)
+    # then it was a failed attempt, and the next endpoint answered
+    assert block["provider"] == "pricey"
+    tried = _tried(raw)
+    assert [p for p, _s in tried] == ["cheap", "pricey"]
+    assert tried[-1] == ("pricey", 200)
+    assert orjson.loads(raw.headers["x-switchyard-attempts"])[0]["status"] == "error"
+
+
+@pytest.mark.parametrize(("fault", "stream"), MALFORMED)
+def test_d_18_every_endpoint_malformed_is_a_502_upstream_error(client, fresh_live, fault, stream):
+    # given both endpoints answer malformed
+    for name in ("cheap", "pricey"):
+        fresh_live.fakes[name].set_faults([fault])
+    # when
+    with pytest.raises(openai.APIStatusError) as caught:
+        _chat(client, MODEL, stream)
+    # then
+    assert (caught.value.status_code, caught.value.body["code"]) == (502, "upstream_error")
+    assert [p for p, _s in _tried(caught.value.response)] == ["cheap", "pricey"]
+    assert "retry-after" not in caught.value.response.headers
+
+
+@pytest.mark.parametrize(
+    "call",
+    [pytest.param(lambda c: _chat(c, "anthropic/claude-sonnet-4", False), id="anthropic-chat"),
+     pytest.param(lambda c: _chat(c, "anthropic/claude-sonnet-4", True), id="anthropic-stream"),
+     pytest.param(lambda c: c.embeddings.create(model="openai/text-embedding-3-small",
+                                                input="hi"), id="embeddings"),
+     pytest.param(lambda c: c.responses.create(model=MODEL, input="hi"), id="responses")],
+)  # fmt: skip
+def test_d_18_an_answer_without_its_answer_is_a_502_on_every_api(client, fresh_live, call):
+    # given every upstream answers 200 with the right kind of JSON, minus the answer
+    for fake in fresh_live.fakes.values():
+        fake.set_faults([{"fault": "no_answer", "times": None}])
+    # when
+    with pytest.raises(openai.APIStatusError) as caught:
+        call(client)
+    # then
+    assert (caught.value.status_code, caught.value.body["code"]) == (502, "upstream_error")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_d_18_a_native_message_without_content_is_a_502(fresh_live, stream):
+    # given the Anthropic upstream answers a message without content (or a stream of none)
+    fresh_live.fakes["anthro"].set_faults([{"fault": "no_answer", "times": None}])
+    sdk = anthropic.Anthropic(base_url=fresh_live.gateway.url, api_key=fresh_live.keys["acme"],
+                              max_retries=0, timeout=20)  # fmt: skip
+    # when
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        sdk.messages.create(model="anthropic/claude-sonnet-4", max_tokens=16,
+                            messages=MESSAGES, stream=stream)  # fmt: skip
+    # then
+    assert caught.value.status_code == 502
+
+
+@pytest.fixture(scope="module")
+def shape_model(live, tmp_path_factory) -> str:
+    """A model of this module's own, cheap then pricey, whose endpoints no other test calls."""
+    model = "d18/shape"
+    config = tmp_path_factory.mktemp("d18") / "shape.yaml"
+    config.write_text(f"""
+models:
+  - {{slug: {model}, capabilities: [text], context_window: 8192}}
+endpoints:
+  - {{id: d18-shape-cheap, provider: cheap, model: {model}, upstream_model: shape, region: r,
+      price: {{input: 0.1, output: 0.1}}}}
+  - {{id: d18-shape-pricey, provider: pricey, model: {model}, upstream_model: shape, region: r,
+      price: {{input: 0.2, output: 0.2}}}}
+""")  # fmt: skip
+    live.manage("apply", "-f", str(config))
+    sdk = openai.OpenAI(base_url=live.base_url, api_key=live.keys["acme"], max_retries=0)
+    live.wait_for_model(sdk, model)
+    return model
+
+
+def _reliability(live) -> dict[str, tuple[int, float | None]]:
+    """`/health`'s (requests, error rate) of each endpoint of `shape_model`."""
+    providers = httpx.get(f"{live.gateway.url}/health", timeout=5).json()["providers"]
+    return {endpoint: (shown["requests"], shown["error_rate"])
+            for provider in providers.values()
+            for endpoint, shown in provider.get("endpoints", {}).items()
+            if endpoint.startswith("d18-shape-")}  # fmt: skip
+
+
+def test_r_exe_4_a_malformed_answer_counts_against_the_endpoints_reliability(
+    client, fresh_live, shape_model
+):
+    # given the first endpoint answers without choices
+    fresh_live.fakes["cheap"].set_faults(["no_answer"])
+    # when
+    _raw, block = _chat(client, shape_model, stream=False)
+    assert block["endpoint"] == "d18-shape-pricey"
+    # then that endpoint's one attempt is a failure, the one that served is not blamed
+    wanted = {"d18-shape-cheap": (1, 1.0), "d18-shape-pricey": (1, 0.0)}
+    deadline = time.monotonic() + 10
+    while (seen := _reliability(fresh_live)) != wanted:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.05)

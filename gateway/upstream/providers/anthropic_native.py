@@ -92,13 +92,11 @@ def parse_message(
     data: bytes, *, model: str, completion_id: str, created: int
 ) -> tuple[JSONObject, JSONObject]:
     """(the answer read as a chat completion, the message as the upstream sent it). The chat
-    reading checks the shape and carries the usage the cost is settled by. Raises
-    ValueError (orjson.JSONDecodeError) when the body is not a message."""
+    reading checks the shape (anthropic_stream.check_message) and carries the usage the
+    cost is settled by. Raises ValueError (orjson.JSONDecodeError) when the body is not a
+    message."""
     chat = parse_response(data, model=model, completion_id=completion_id, created=created)
-    message = orjson.loads(data)
-    if message.get("type") != "message" or not isinstance(message.get("content"), list):
-        raise ValueError("upstream answer is not a message")
-    return chat, message
+    return chat, orjson.loads(data)
 
 
 class NativeStream:

@@ -228,11 +228,11 @@ def parse_response(data: bytes, *, model: str, completion_id: str, created: int)
     """Anthropic message JSON bytes -> OpenAI `chat.completion` dict reporting `model`.
 
     An answer tool's input (a response_format reply) becomes the content, as JSON text.
-    Raises ValueError (orjson.JSONDecodeError) when the body is not a JSON message."""
+    Raises ValueError (orjson.JSONDecodeError) when the body is not a JSON message
+    (check_message)."""
     message = orjson.loads(data)
-    if not isinstance(message, dict):
-        raise ValueError("upstream message is not a JSON object")
-    blocks = [block for block in message.get("content") or [] if isinstance(block, dict)]
+    check_message(message)
+    blocks = [block for block in message["content"] if isinstance(block, dict)]
     texts: list[str] = []
     tool_calls: list[JSONObject] = []
     answered = False
@@ -263,6 +263,18 @@ def parse_response(data: bytes, *, model: str, completion_id: str, created: int)
         "choices": [choice],
         "usage": openai_usage(usage if isinstance(usage, dict) else {}),
     }
+
+
+def check_message(message: object) -> None:
+    """Raises ValueError unless `message` is the least shape of an Anthropic answer (SPEC
+    D-18): a `message` object with a `content` list (which may be empty: a turn can end
+    with nothing to say). Anything short of it is a malformed answer."""
+    if not isinstance(message, dict):
+        raise ValueError("upstream message is not a JSON object")
+    if message.get("type") != "message":
+        raise ValueError("upstream answer is not a message")
+    if not isinstance(message.get("content"), list):
+        raise ValueError("upstream message has no content")
 
 
 def _tool_call(block: JSONObject) -> JSONObject:

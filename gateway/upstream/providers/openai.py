@@ -50,12 +50,58 @@ def build_embeddings_request(
 
 
 def parse_response(data: bytes, *, model: str) -> dict[str, Any]:
-    """Upstream JSON -> response dict with `model` set to the canonical slug."""
+    """Upstream chat completion JSON -> response dict with `model` set to the canonical
+    slug. Raises ValueError when it is not a chat completion (check_completion)."""
+    parsed = _json_object(data)
+    check_completion(parsed)
+    parsed["model"] = model
+    return parsed
+
+
+def parse_embeddings(data: bytes, *, model: str) -> dict[str, Any]:
+    """Upstream embeddings JSON -> response dict with `model` set to the canonical slug.
+    Raises ValueError when it holds no embeddings (check_embeddings)."""
+    parsed = _json_object(data)
+    check_embeddings(parsed)
+    parsed["model"] = model
+    return parsed
+
+
+def _json_object(data: bytes) -> dict[str, Any]:
     parsed = orjson.loads(data)
     if not isinstance(parsed, dict):
         raise ValueError("upstream response is not a JSON object")
-    parsed["model"] = model
     return parsed
+
+
+# The least shape of an answer (SPEC D-18): what a client reads without checking — the
+# SDKs index `choices[0].message` and `data[i].embedding`. Anything short of it is a
+# malformed answer, the endpoint's fault: the next endpoint is tried.
+
+
+def check_completion(answer: dict[str, Any]) -> None:
+    """Raises ValueError unless `answer` has choices, each with a message."""
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise ValueError("upstream chat completion has no choices")
+    if not all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices):
+        raise ValueError("upstream chat completion has a choice without a message")
+
+
+def check_embeddings(answer: dict[str, Any]) -> None:
+    """Raises ValueError unless `answer` has data, each item with an embedding (a list of
+    floats, or a base64 string)."""
+    data = answer.get("data")
+    if not isinstance(data, list) or not data:
+        raise ValueError("upstream embeddings answer has no data")
+    if not all(isinstance(d, dict) and isinstance(d.get("embedding"), list | str) for d in data):
+        raise ValueError("upstream embeddings answer has an item without an embedding")
+
+
+def is_chunk(payload: object) -> bool:
+    """Whether a stream frame's JSON is a `chat.completion.chunk`: an object with a
+    `choices` list (empty in the usage chunk)."""
+    return isinstance(payload, dict) and isinstance(payload.get("choices"), list)
 
 
 def parse_error(status: int, data: bytes) -> tuple[str, str]:
@@ -89,12 +135,11 @@ def _text_length(data: bytes) -> int:
     return total
 
 
-def _is_json(data: bytes) -> bool:
+def _json_or_none(data: bytes) -> object:
     try:
-        orjson.loads(data)
+        return orjson.loads(data)
     except orjson.JSONDecodeError:
-        return False
-    return True
+        return None
 
 
 class StreamTranslator:
@@ -137,10 +182,16 @@ class StreamTranslator:
                 self.finished = True
                 continue
             data = event.data
-            if not self.emitted_content and not _is_json(data):
+            # Before the commit point every frame is read whole: an error frame fails the
+            # attempt, and so does one that is not a chunk (D-18); after it, pass-through.
+            first = None if self.emitted_content else _json_or_none(data)
+            if not self.emitted_content and first is None:
                 self.error = ("malformed_response", "upstream sent a malformed stream frame")
                 continue
             if (b'"error"' in data or b'"usage"' in data) and self._inspect(data):
+                continue
+            if not self.emitted_content and not is_chunk(first):
+                self.error = ("malformed_response", "upstream sent a frame that is not a chunk")
                 continue
             accepted.append(event)
             self.streamed_chars += _text_length(data)
