@@ -156,17 +156,7 @@ def _predict(trace: RequestTrace, graph: RouteGraph, index: _Index) -> dict[str,
     if route_for([graph], requested) is None:
         return {"node": "", "model": _canonical(requested, snap), "endpoint": None,
                 "refused": False}  # fmt: skip
-    facts = RouteFacts(
-        body=inputs.get("body") or {},
-        headers=inputs.get("headers") or {},
-        metadata=inputs.get("metadata") or {},
-        operation=str(inputs.get("operation") or trace.operation),
-        requested_model=requested,
-        session_id=inputs.get("session_id"),
-        prompt_cache_key=inputs.get("prompt_cache_key"),
-        key_id=trace.api_key_id or 0,
-        seed=int(inputs.get("seed") or 0),
-    )
+    facts = replay_facts(inputs, key_id=trace.api_key_id or 0, operation=trace.operation)
     outcome = evaluate(graph, facts, _StoredUsage(inputs.get("usage") or {}))
     node = outcome.visited[-1].node
     if outcome.model is None:
@@ -174,6 +164,24 @@ def _predict(trace: RequestTrace, graph: RouteGraph, index: _Index) -> dict[str,
     model = _model_of(outcome.model, requested, snap)
     endpoint = _endpoint(trace, decision, outcome.model, model, index, facts.seed)
     return {"node": node, "model": model, "endpoint": endpoint, "refused": False}
+
+
+def replay_facts(inputs: Mapping[str, Any], *, key_id: int, operation: str) -> RouteFacts:
+    """The facts a live walk read, from the decision inputs its trace kept
+    (gateway/request_path/routes.py `route_inputs`): what a split or condition reads must
+    come back equal, or the replay would predict another branch than the request took
+    (tests/gateway/test_replay_facts.py holds the two sides together)."""
+    return RouteFacts(
+        body=inputs.get("body") or {},
+        headers=inputs.get("headers") or {},
+        metadata=inputs.get("metadata") or {},
+        operation=str(inputs.get("operation") or operation),
+        requested_model=str(inputs["requested_model"]),
+        session_id=inputs.get("session_id"),
+        prompt_cache_key=inputs.get("prompt_cache_key"),
+        key_id=key_id,
+        seed=int(inputs.get("seed") or 0),
+    )
 
 
 def _canonical(name: str, snap: Snapshot) -> str | None:

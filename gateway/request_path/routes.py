@@ -46,8 +46,12 @@ CONTENT_FIELDS = frozenset({
     "response_format", "functions", "logit_bias",
 })  # fmt: skip
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "proxy-authorization"})
-MAX_INPUTS = 16  # entries kept of the body, the headers and the metadata each
-MAX_INPUT_CHARS = 256
+# Entries kept of the body, the headers and the metadata each, and characters of each. At
+# least what the API admits of metadata (16 pairs of 512 characters, resolve.py), so that a
+# condition on metadata replays exactly; and room beside the 9 to 12 `x-stainless-*`
+# headers the official SDKs send for the client's own `x-` headers.
+MAX_INPUTS = 32
+MAX_INPUT_CHARS = 512
 MAX_PROVIDER_CHARS = 2000  # the request's `provider` object, kept whole when this small
 DEFAULT_RETRY_AFTER_S = 60  # a 429 no exceeded period explains (D-27)
 ASKED_BY_REQUEST = frozenset({"suffix", "request"})  # modes a route does not override
