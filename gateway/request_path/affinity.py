@@ -11,10 +11,13 @@ to, and the three things that keep a session where its caches are warm —
   session on its virtual model's target (routing/engine/virtual.py `arrange_targets`).
 
 Policy filters and cooldowns always win: each only reorders a decision's own attempt list
-or reweights targets that are not cooling. An explicit `provider.order` wins too (D-15): such
-a request neither reads nor writes any pin, and each of its decisions says so. The pure rules
-live in routing/engine/affinity/; this module reads the pins from the request's
-`RoutingState` and returns every pin and counter it would write as `Effects`.
+or reweights targets that are not cooling. A request a dynamic route sent to a model node
+keeps its pins under that node's definition (`node_pin_scope`), so no pin outlives a
+deploy or rollback that sends its session elsewhere (R-BEY-4). An explicit
+`provider.order` wins too (D-15): such a request neither reads nor writes any pin, and each
+of its decisions says so. The pure rules live in routing/engine/affinity/; this module reads
+the pins from the request's `RoutingState` and returns every pin and counter it would write
+as `Effects`.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from routing.engine.affinity.prompt_cache import (
 )
 from routing.engine.affinity.sessions import detect_session
 from routing.engine.chain import TargetPins
+from routing.engine.routes import ModelNode, node_pin_scope
 from routing.engine.types import Decision, LiveState, RoutingRequest
 
 
@@ -44,7 +48,7 @@ class Session:
     """A request's session, detected lazily: hashing the opening messages is paid only when
     a pin store with pins in it is consulted, or a pin is written."""
 
-    __slots__ = ("_detect", "_key", "_named", "keep", "cache_aware", "skipped")
+    __slots__ = ("_detect", "_key", "_named", "_node", "keep", "cache_aware", "skipped")
 
     def __init__(
         self,
@@ -53,8 +57,10 @@ class Session:
         keep: bool,
         cache_aware: bool,
         skipped: str | None = None,
+        node: ModelNode | None = None,
     ) -> None:
         self._detect = detect
+        self._node = node  # the route's model node that chose the model, if one did
         self._key: str | None = None
         self._named = False
         self.keep = keep  # session keeping and virtual-target pins are on for this request
@@ -63,10 +69,12 @@ class Session:
 
     @property
     def key(self) -> str:
-        """Scoped to workspace and API key (routing/engine/affinity/sessions.py)."""
+        """Scoped to workspace and API key (routing/engine/affinity/sessions.py), and to
+        the route's model node when one chose the model."""
         if self._key is None:
-            self._key, source = self._detect()
+            key, source = self._detect()
             self._named = source != "hash"
+            self._key = key if self._node is None else f"{key}@{node_pin_scope(self._node)}"
         return self._key
 
     @property
@@ -82,10 +90,12 @@ def session_of(
     body: dict[str, Any],
     routing: RoutingRequest,
     state: RoutingState,
+    node: ModelNode | None = None,
 ) -> Session | None:
     """The request's session, or None when no affinity is on for it. When affinity is on but
     the request itself rules it out (an explicit `provider.order`, D-15), a session that
-    reads and writes no pin and only carries the note saying why."""
+    reads and writes no pin and only carries the note saying why. `node`: the dynamic
+    route's model node that chose the model (its pins are its own)."""
     keep = state.settings.session_affinity and routing.session_affinity
     cache = cache_aware(routing.provider.extra)
     if not (keep or cache):
@@ -104,6 +114,7 @@ def session_of(
         keep=keep,
         cache_aware=cache,
         skipped=skipped,
+        node=node,
     )
 
 

@@ -92,7 +92,7 @@ async def resolve_request(
         seed=seed,
         tier=tier,
         auto=auto,
-        session=session_of(caller, headers, body, routing, state),
+        session=session_of(caller, headers, body, routing, state, route and route.node),
         route=route,
         route_inputs=inputs,
     )

@@ -4,9 +4,14 @@ import random
 
 import pytest
 
-from routing.engine.affinity.keeping import SessionPins, affinity_skipped, keep_session
+from routing.engine.affinity.keeping import (
+    SessionPins,
+    affinity_skipped,
+    keep_session,
+)
 from routing.engine.decide import decide
-from routing.engine.types import LiveState, Mode
+from routing.engine.routes.graph import ModelNode, node_pin_scope
+from routing.engine.types import LiveState, Mode, ProviderPrefs
 from tests.routing.builders import make_endpoint, make_policy, make_request
 
 ENDPOINTS = [
@@ -158,3 +163,25 @@ def test_r_bey_9_sliding_a_remote_pin_here_is_told_only_once_it_drifts():
     pins.pin("s", "dear", now=90.0)
     # then the others hear of it only once their copy is more than 60 s stale
     assert told == [("s", "dear", 1090.0)]
+
+
+CANARY = ModelNode(id="canary", model="m", provider=ProviderPrefs(only=frozenset({"b", "a"})))
+
+
+def test_r_bey_4_a_route_node_scopes_pins_by_what_it_says_not_by_its_name():
+    renamed = ModelNode(id="stable", model="m", provider=ProviderPrefs(only=frozenset({"a", "b"})))
+    assert node_pin_scope(renamed) == node_pin_scope(CANARY)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        ModelNode(id="canary", model="m"),  # the version rolled back to: no narrowing
+        ModelNode(id="canary", model="m", provider=ProviderPrefs(only=frozenset({"a"}))),
+        ModelNode(id="canary", model="n", provider=CANARY.provider),
+        ModelNode(id="canary", model="m", provider=CANARY.provider, mode=Mode.LATENCY),
+        ModelNode(id="canary", model="m", provider=CANARY.provider, session_affinity=True),
+    ],
+)
+def test_r_bey_4_a_node_defined_otherwise_finds_none_of_the_canarys_pins(other):
+    assert node_pin_scope(other) != node_pin_scope(CANARY)

@@ -5,7 +5,11 @@ is released only when its endpoint is cooling or no longer passes the policy; th
 success re-pins the session to whatever the selector chose. Policy filters and cooldowns
 always beat affinity: a pin only ever reorders the decision's own attempt list. And the
 client's own order beats it too: a request with an explicit `provider.order` neither follows
-nor sets a pin (D-15, `affinity_skipped`).
+nor sets a pin (D-15, `affinity_skipped`). A pin set while a dynamic route chose the model
+belongs to the route's model node as it was defined (`routes.node_pin_scope`, which the
+gateway adds to the pin's key): once a deploy or rollback sends the session through a node
+defined otherwise — a canary rolled back, say — the session starts afresh where the
+deployed version chooses (R-BEY-4).
 
 `keep_session` and `affinity_skipped` are pure; `SessionPins` is the per-process store, the
 caller passes the time (wall clock, epoch seconds: with several replicas pins are shared with

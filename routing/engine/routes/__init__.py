@@ -30,6 +30,7 @@ from routing.engine.routes.graph import (
     canonical_json,
     content_hash,
     node_exits,
+    node_pin_scope,
     node_type,
 )
 from routing.engine.routes.guard import GuardVerdict, WindowStats, guard_verdict
@@ -43,6 +44,7 @@ __all__ = [
     "ModelNode", "Node", "Problem", "RateLimitNode", "RejectNode", "RolloutGuard", "Route",
     "RouteFacts", "RouteInvalid", "RouteOutcome", "SplitNode", "Step", "Terminal", "Usage",
     "WindowStats", "canonical_json", "content_hash", "diff_routes", "evaluate", "flow_value",
-    "guard_verdict", "handles", "narrow_provider", "node_exits", "node_type", "parse_route",
-    "period_bounds", "render_diff", "route_for", "seconds_until_reset", "split_bucket",
+    "guard_verdict", "handles", "narrow_provider", "node_exits", "node_pin_scope", "node_type",
+    "parse_route", "period_bounds", "render_diff", "route_for", "seconds_until_reset",
+    "split_bucket",
 ]  # fmt: skip

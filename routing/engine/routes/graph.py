@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from routing.engine.types import Mode, ProviderPrefs
@@ -182,3 +182,21 @@ def canonical_json(data: Mapping[str, Any]) -> bytes:
 def content_hash(data: Mapping[str, Any]) -> str:
     """sha256 hex of `canonical_json`: saving an unchanged route finds its version (D-25)."""
     return hashlib.sha256(canonical_json(data)).hexdigest()
+
+
+def node_pin_scope(node: ModelNode) -> str:
+    """What a routed request's pin keys add to name its model node by what it says (model,
+    mode, provider narrowing, fallbacks, affinity switches), not by its id or the route's
+    version: a deploy that leaves the node as it was keeps its sessions' pins; one that
+    changes it, or a rollback to a version that chooses otherwise, finds none (R-BEY-4).
+    Stable across processes, for pins shared between replicas (R-BEY-9)."""
+    fields = asdict(node)
+    del fields["id"]
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=_sorted)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _sorted(value: object) -> object:
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"not part of a route node: {type(value).__name__}")
