@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker up clean
+.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check up clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -63,6 +63,11 @@ smart-sample: install
 
 worker: install
 	$(BIN)/celery -A gateway worker --loglevel INFO
+
+# The Dockerfile replayed and its install run as the image runs it, on PostgreSQL and Redis
+# on 127.0.0.1 (IMAGE_CHECK_POSTGRES, IMAGE_CHECK_REDIS, IMAGE_CHECK_BROKER; docs/deployment.md).
+image-check: install
+	$(BIN)/python deploy/check_image.py
 
 up:
 	docker compose up -d postgres redis

@@ -1,16 +1,7 @@
 #!/usr/bin/env python
-"""Django's command-line entry point for Switchyard."""
+"""Django's command-line entry point for Switchyard, in a checkout; installed, `switchyard`."""
 
-import os
-import sys
-
-
-def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+from gateway.cli import main
 
 if __name__ == "__main__":
     main()

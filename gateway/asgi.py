@@ -1,6 +1,6 @@
 """ASGI entry point.
 
-Two Django handlers share one URLconf. The API paths (`/v1/`, `/healthz`, `/metrics`) go
+Two Django handlers share one URLconf. The API paths (`/v1/`, the probes, `/metrics`) go
 to a handler whose middleware is only the request-id middleware: Django's built-in
 middleware (sessions, auth, CSRF, messages, security headers) is `MiddlewareMixin`-based,
 and under ASGI each of its hooks runs in a thread via `sync_to_async` — fourteen thread
@@ -43,7 +43,7 @@ GC_THRESHOLDS = (50_000, 20, 20)
 gc.freeze()
 gc.set_threshold(*GC_THRESHOLDS)
 
-API_PREFIXES = ("/v1/", "/healthz", "/health", "/metrics")
+API_PREFIXES = ("/v1/", "/healthz", "/livez", "/readyz", "/health", "/metrics")
 API_MIDDLEWARE = ["gateway.middleware.request_id_middleware"]
 
 

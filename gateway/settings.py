@@ -15,14 +15,20 @@ from gateway.devsecrets import load_dev_secrets
 from gateway.gateway_settings import GatewaySettings, parse_encryption_keys
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
 
 env = environ.FileAwareEnv()
 environ.Env.read_env(BASE_DIR / ".env")
 
-_dev = load_dev_secrets(VAR_DIR)
+# Everything the gateway writes besides /tmp: the checkout's `var/`, or in the image its one
+# declared volume (an installed wheel's BASE_DIR is site-packages, never written to).
+VAR_DIR = Path(env.str("SWITCHYARD_DATA_DIR", default=str(BASE_DIR / "var")))
 
-SECRET_KEY = env.str("SECRET_KEY", default=_dev["SECRET_KEY"])
+# Generated into VAR_DIR only while one of the three is not set, as on a fresh clone;
+# production sets all three and nothing is written (docs/deployment.md).
+_DEV_SECRETS = ("SECRET_KEY", "SWITCHYARD_ENCRYPTION_KEYS", "SWITCHYARD_KEY_PEPPER")
+_dev = {} if all(env.str(name, default="") for name in _DEV_SECRETS) else load_dev_secrets(VAR_DIR)
+
+SECRET_KEY = env.str("SECRET_KEY", default=_dev.get("SECRET_KEY", ""))
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -133,6 +139,19 @@ LOGIN_REDIRECT_URL = "console:home"
 SECURE_COOKIES = env.bool("SWITCHYARD_SECURE_COOKIES", default=not DEBUG)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_COOKIES
 SESSION_COOKIE_SAMESITE = CSRF_COOKIE_SAMESITE = "Lax"
+# Behind a load balancer that terminates TLS (docs/deployment.md, "HTTPS"): the console's
+# plain-HTTP requests are redirected to HTTPS, trusting X-Forwarded-Proto, which that load
+# balancer must set and overwrite; browsers are told to keep to HTTPS for HSTS_SECONDS. The
+# API paths and the probes never pass Django's security middleware (gateway/asgi.py), so a
+# plain-HTTP probe is never redirected.
+SECURE_SSL_REDIRECT = env.bool("SWITCHYARD_SSL_REDIRECT", default=False)
+if SECURE_SSL_REDIRECT:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = env.int("SWITCHYARD_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+# Asking browsers to preload the domain is a separate, hard-to-undo choice of the domain's
+# owner (hstspreload.org), not a setting that a deploy check should push.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -147,6 +166,11 @@ STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 SERVE_STATIC = env.bool("SWITCHYARD_SERVE_STATIC", default=True)
 
+# drf-spectacular's deploy check builds a schema of the whole URLconf, where /v1 is not
+# described by drf-spectacular (it has its own, /v1/openapi.json); the management API's
+# schema is held by tests/workspaces/test_management_schema.py instead.
+SPECTACULAR_SETTINGS = {"ENABLE_DJANGO_DEPLOY_CHECK": False}
+
 REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "gateway.errors.drf_exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [],
@@ -157,9 +181,11 @@ REST_FRAMEWORK = {
 }
 
 SWITCHYARD_ENCRYPTION_KEYS = parse_encryption_keys(
-    env.str("SWITCHYARD_ENCRYPTION_KEYS", default=_dev["SWITCHYARD_ENCRYPTION_KEYS"])
+    env.str("SWITCHYARD_ENCRYPTION_KEYS", default=_dev.get("SWITCHYARD_ENCRYPTION_KEYS", ""))
 )
-SWITCHYARD_KEY_PEPPER = env.str("SWITCHYARD_KEY_PEPPER", default=_dev["SWITCHYARD_KEY_PEPPER"])
+SWITCHYARD_KEY_PEPPER = env.str(
+    "SWITCHYARD_KEY_PEPPER", default=_dev.get("SWITCHYARD_KEY_PEPPER", "")
+)
 
 GATEWAY = GatewaySettings(
     max_body_bytes=env.int("SWITCHYARD_MAX_BODY_BYTES", default=4 * 1024 * 1024),

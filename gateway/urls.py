@@ -16,7 +16,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView
 
 from gateway.api import openapi, views
-from gateway.api.readiness import healthz
+from gateway.api.readiness import healthz, livez, readyz
 
 # The management API (SPEC R-MGT-1): every resource lives under /api/v1/workspaces/{ws}/,
 # each app contributing its own: presets/urls.py presets, routes and `keys` (workspaces'
@@ -55,6 +55,8 @@ urlpatterns = [
     path("v1/openapi.json", openapi.openapi_json),
     path("health", views.health),
     path("healthz", healthz),
+    path("livez", livez),
+    path("readyz", readyz),
     path("", include("django_prometheus.urls")),
     *management_api,
     path("api/v1/schema/", management_schema, name="management-api-schema"),

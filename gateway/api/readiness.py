@@ -1,7 +1,12 @@
-"""`/healthz`: liveness and readiness (the database answers; Redis too when configured),
-and whether budgets and rate limits can be checked: the store they live in
-(docs/budgets.md) answers — while it does not, every request a budget or limit applies to
-is refused with 503 `budget_store_unavailable`."""
+"""The probes, one question each (docs/deployment.md, "Probes"):
+
+- `/livez`: the process answers. No dependency is asked, so a database or Redis outage
+  never makes an orchestrator restart workers that would serve the snapshot they hold.
+- `/readyz`: the worker can route: its configuration snapshot is loaded (loading it on
+  the first call). A load balancer sends traffic only to ready workers.
+- `/healthz`: the dependencies answer — the database, Redis when configured, and the store
+  budgets and rate limits live in (docs/budgets.md); while that store does not, every
+  request a budget or limit applies to is refused with 503 `budget_store_unavailable`."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 
-from gateway.state import admission_state
+from gateway.state import admission_state, request_state
 from gateway.state.db_thread import in_db_thread
 
 
@@ -48,3 +53,21 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     return HttpResponse(
         orjson.dumps(body), status=200 if healthy else 503, content_type="application/json"
     )
+
+
+def _json(body: dict[str, object], healthy: bool) -> HttpResponse:
+    return HttpResponse(
+        orjson.dumps(body), status=200 if healthy else 503, content_type="application/json"
+    )
+
+
+async def livez(request: HttpRequest) -> HttpResponse:
+    return _json({"status": "ok"}, True)
+
+
+async def readyz(request: HttpRequest) -> HttpResponse:
+    try:
+        snapshot = await request_state.current_snapshot()
+    except Exception:
+        return _json({"status": "unavailable", "reason": "configuration not loaded"}, False)
+    return _json({"status": "ok", "configuration_version": snapshot.version}, True)
