@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check up clean
+.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check k8s-check up clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -68,6 +68,10 @@ worker: install
 # on 127.0.0.1 (IMAGE_CHECK_POSTGRES, IMAGE_CHECK_REDIS, IMAGE_CHECK_BROKER; docs/deployment.md).
 image-check: install
 	$(BIN)/python deploy/check_image.py
+
+# Every kustomize overlay rendered and validated against a pinned Kubernetes (docs/kubernetes.md).
+k8s-check: install
+	$(BIN)/python deploy/check_manifests.py
 
 up:
 	docker compose up -d postgres redis
