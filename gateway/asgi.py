@@ -31,6 +31,8 @@ from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E4
 from django.http import HttpResponseBase  # noqa: E402
 from django.urls import set_script_prefix  # noqa: E402
 
+from gateway import drain  # noqa: E402
+
 django.setup(set_prefix=False)
 
 # The garbage collector, tuned for a server holding thousands of requests at once
@@ -85,6 +87,7 @@ class ApiASGIHandler(ASGIHandler):
             asyncio.create_task(self.listen_for_disconnect(receive)),
             asyncio.create_task(process_request()),
         ]
+        drain.current.track(tasks[1])  # cancelled, as a disconnect would, at the drain deadline
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in tasks:
             if task.done():
@@ -130,8 +133,10 @@ async def _lifespan(receive: Any, send: Any) -> None:
         if message["type"] == "lifespan.startup":
             await request_state.start()
             scheduler.start()
+            watch = asyncio.create_task(drain.current.watch())
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            watch.cancel()
             await scheduler.stop()
             await admission_state.stop()
             await request_state.stop()

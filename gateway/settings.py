@@ -213,6 +213,12 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = GATEWAY.max_body_bytes
 # own `rollout_guard.interval_s` (default 30). For tests and demos.
 ROLLOUT_GUARD_INTERVAL_S = env.float("SWITCHYARD_ROLLOUT_GUARD_INTERVAL_S", default=None)
 
+# `switchyard serve` at SIGTERM (gateway/drain.py): /readyz says 503 while the server still
+# accepts for the grace, then in-flight requests get at most DRAIN_S. 5 + 25 fits the 30 s
+# an orchestrator waits by default before it kills (Kubernetes' terminationGracePeriodSeconds).
+DRAIN_GRACE_S = env.float("SWITCHYARD_DRAIN_GRACE_SECONDS", default=5.0)
+DRAIN_S = env.float("SWITCHYARD_DRAIN_SECONDS", default=25.0)
+
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,

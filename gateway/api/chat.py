@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import HttpResponseBase
 
+from gateway import drain
 from gateway.api.wire import StreamFrames, json_response, sse_response
 from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.parse import require_bool, validate_chat
@@ -63,6 +64,10 @@ def chat_stream_frames(served: Served, opened: Opened, finish: Finish) -> Stream
     return StreamFrames(relay(opened, tail=tail, on_end=on_end), opened, on_end)
 
 
+# The stream endings that are not the upstream's fault, and how their traces name them.
+STREAM_ERROR_CODES = {CLIENT_DISCONNECTED: "stream_interrupted", drain.CUT_SHORT: "drain_deadline"}
+
+
 def stream_recorder(finish: Finish) -> Callable[[Opened, str | None], None]:
     """What records a committed stream when it ends, however it ends (`error`: None, or
     why it stopped short), for every API that relays one."""
@@ -72,9 +77,9 @@ def stream_recorder(finish: Finish) -> Callable[[Opened, str | None], None]:
             status=200,
             target=opened.target,
             usage=opened.translator.usage,
-            error_code="stream_interrupted" if error else "",
+            error_code=STREAM_ERROR_CODES.get(error, "stream_interrupted") if error else "",
             ttfb_ms=opened.ttfb_ms,
-            stream_broke=error is not None and error != CLIENT_DISCONNECTED,
+            stream_broke=error is not None and error not in STREAM_ERROR_CODES,
             streamed_chars=opened.translator.streamed_chars,  # settles a stream without usage
         )
 

@@ -3,7 +3,8 @@
 - `/livez`: the process answers. No dependency is asked, so a database or Redis outage
   never makes an orchestrator restart workers that would serve the snapshot they hold.
 - `/readyz`: the worker can route: its configuration snapshot is loaded (loading it on
-  the first call). A load balancer sends traffic only to ready workers.
+  the first call), and it is not draining (gateway/drain.py). A load balancer sends
+  traffic only to ready workers.
 - `/healthz`: the dependencies answer — the database, Redis when configured, and the store
   budgets and rate limits live in (docs/budgets.md); while that store does not, every
   request a budget or limit applies to is refused with 503 `budget_store_unavailable`."""
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 
+from gateway import drain
 from gateway.state import admission_state, request_state
 from gateway.state.db_thread import in_db_thread
 
@@ -66,6 +68,8 @@ async def livez(request: HttpRequest) -> HttpResponse:
 
 
 async def readyz(request: HttpRequest) -> HttpResponse:
+    if drain.current.draining():  # the server is stopping: send new requests elsewhere
+        return _json({"status": "draining"}, False)
     try:
         snapshot = await request_state.current_snapshot()
     except Exception:

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 from django.http import HttpRequest, HttpResponseBase
 
+from gateway import drain
 from gateway.errors import ApiError
 from gateway.request_path import parse
 from gateway.request_path.admit import Admission, admit, tokens_used, with_route_usage
@@ -60,15 +61,16 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
             apply(finish(caller, record, status=error.status, error_code=error.code))
         return add_headers(operation.render_error(error), caller.trace_id, record)
     except asyncio.CancelledError:
-        # The client hung up before the answer began (the server cancels the view); the
-        # executor has closed the upstream call. The trace says so, then the cancel goes on.
+        # The client hung up before the answer began (the server cancels the view), or the
+        # drain's deadline passed (gateway/drain.py); the executor has closed the upstream
+        # call. The trace says so, then the cancel goes on.
         if not operation.dry_run:
             # Recorded a moment later: when thousands of clients hang up at once, every
             # upstream connection is closed first, the bookkeeping follows (bench/flood.py).
             asyncio.get_running_loop().call_later(
                 DEFERRED_RECORD_S, lambda: apply(finish(
                     caller, record, status=CLIENT_CLOSED_REQUEST,
-                    error_code="client_disconnected"))
+                    error_code="drain_deadline" if drain.current.cut else "client_disconnected"))
             )  # fmt: skip
         raise
     return add_headers(response, caller.trace_id, record)

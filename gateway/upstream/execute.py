@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
+from gateway import drain
 from gateway.upstream.providers import anthropic, anthropic_native, openai
 from gateway.upstream.providers.anthropic_native import NativeRequest
 from gateway.upstream.untrusted_text import scrub
@@ -474,8 +475,8 @@ async def relay(
             yield b"".join(ending)
         completed = True
     finally:
-        if not completed and error is None:
-            error = CLIENT_DISCONNECTED  # cancelled or closed while relaying
+        if not completed and error is None:  # cancelled or closed while relaying
+            error = drain.CUT_SHORT if drain.current.cut else CLIENT_DISCONNECTED
         if not translator.finished:
             drop_connection(opened.response)
         await close_opened(opened)

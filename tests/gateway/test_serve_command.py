@@ -1,13 +1,16 @@
 """`switchyard serve` (the image's CMD, R-OPS-1): several workers get a Prometheus folder
-that holds no samples of an earlier run; the server replaces the command's process."""
+that holds no samples of an earlier run; the server runs under the drain's supervisor
+(tests/gateway/test_drain_api.py drives it)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 
+import pytest
 from django.core.management import call_command
 
+from gateway.management.commands import serve
 from gateway.management.commands.serve import metrics_folder
 from gateway.processes import gateway_command
 
@@ -32,10 +35,18 @@ def test_a_given_folder_loses_the_samples_of_the_last_run_only(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
-def test_serve_execs_the_command_the_tests_and_the_benchmark_run(tmp_path, monkeypatch):
+def test_serve_supervises_the_command_the_tests_and_the_benchmark_run(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     seen = {}
-    monkeypatch.setattr(os, "execve", lambda path, argv, env: seen.update(argv=argv, env=env))
-    call_command("serve", "--host", "0.0.0.0", "--port", "8123", "--workers", "2")
+
+    def supervise(command, environ, grace_s, drain_s):  # type: ignore[no-untyped-def]
+        seen.update(argv=command, env=environ, drain=(grace_s, drain_s))
+        return 0
+
+    monkeypatch.setattr(serve, "supervise", supervise)
+    with pytest.raises(SystemExit) as exited:
+        call_command("serve", "--host", "0.0.0.0", "--port", "8123", "--workers", "2")
+    assert exited.value.code == 0
     assert seen["argv"] == gateway_command(8123, 2, host="0.0.0.0")
     assert "PROMETHEUS_MULTIPROC_DIR" in seen["env"]
+    assert seen["drain"] == (5.0, 25.0)  # the defaults, within Kubernetes' 30 s

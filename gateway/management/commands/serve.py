@@ -1,8 +1,9 @@
 """`switchyard serve`: the gateway's server, as the image's CMD and Kubernetes run it.
 
-It replaces itself (exec) with the command line `gateway_command` builds — the one the
-live tests and the benchmark run — so the server gets the signals an orchestrator sends
-(SIGTERM) directly, with no Python parent in between."""
+It runs the command line `gateway_command` builds — the one the live tests and the
+benchmark run — as its child and drains it on SIGTERM (gateway/drain.py): /readyz answers
+503 for SWITCHYARD_DRAIN_GRACE_SECONDS while the server still accepts, then the server
+stops accepting and finishes what is in flight, for at most SWITCHYARD_DRAIN_SECONDS."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from gateway.drain import supervise
 from gateway.processes import DEFAULT_SERVER, SERVERS, gateway_command
 
 
@@ -45,4 +48,4 @@ class Command(BaseCommand):
             options["port"], options["workers"], options["server"], host=options["host"]
         )
         environ = metrics_folder(dict(os.environ), options["workers"])
-        os.execve(command[0], command, environ)
+        raise SystemExit(supervise(command, environ, settings.DRAIN_GRACE_S, settings.DRAIN_S))
