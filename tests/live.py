@@ -1,29 +1,26 @@
 """A live installation for API tests: fake upstreams, a database of its own, the catalog
-applied with `manage.py apply`, keys from `manage.py createkey`, and the gateway under
-uvicorn — driven from outside, the way users drive it."""
+applied with `manage.py apply`, keys from `manage.py createkey` (both run by a command
+server, tests/commands.py), and the gateway under granian or uvicorn — driven from
+outside, the way users drive it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+import httpx
 import openai
 
 from fakeupstream.process import FakeUpstreamProcess, start_fake_upstream
-from gateway.processes import (
-    DEFAULT_SERVER,
-    GatewayProcess,
-    base_env,
-    manage,
-    running_gateway,
-)
+from gateway.processes import DEFAULT_SERVER, GatewayProcess, base_env, running_gateway
+from tests.commands import Commands
+from tests.waiting import wait_for
 
 UPSTREAM_KEY = "upstream-secret-key"
 
@@ -119,6 +116,7 @@ class Live:
     gateway: GatewayProcess
     fakes: dict[str, FakeUpstreamProcess]
     env: dict[str, str]
+    commands: Commands  # manage.py commands, without a Python start each
     keys: dict[str, str] = field(default_factory=dict)  # workspace slug -> API key
     log_path: Path | None = None  # what the gateway wrote to stdout and stderr
 
@@ -133,32 +131,53 @@ class Live:
         return {**self.env, "SWITCHYARD_SHARED_STATE_PREFIX": prefix, **extra}
 
     def manage(self, *args: str, env_extra: dict[str, str] | None = None) -> str:
-        return manage(*args, env={**self.env, **(env_extra or {})})
+        return self.commands.manage(*args, env={**self.env, **(env_extra or {})})
 
     def new_key(self, workspace: str, name: str, timeout_s: float = 5) -> str:
         """A key made with `createkey --name`, once the gateway's snapshot has it."""
         key = self.manage("createkey", "--workspace", workspace, "--name", name).strip()
+        self.wait_for_key(key, timeout_s)
+        return key
+
+    def wait_for_key(self, key: str, timeout_s: float = 5) -> None:
+        """A key created while the gateway runs is accepted within one snapshot poll."""
         client = openai.OpenAI(base_url=self.base_url, api_key=key, max_retries=0)
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def accepted() -> bool:
             try:
                 client.models.list()
-                return key
             except openai.AuthenticationError:
-                assert time.monotonic() < deadline, "the new key was never accepted"
-                time.sleep(0.05)
+                return False
+            return True
+
+        wait_for(accepted, "the new key to be accepted by the gateway", timeout_s)
 
     def wait_for_model(self, client: openai.OpenAI, model: str, timeout_s: float = 5) -> None:
         """Configuration applied while the gateway runs shows up within one snapshot poll."""
-        deadline = time.monotonic() + timeout_s
-        while model not in {m.id for m in client.models.list()}:
-            assert time.monotonic() < deadline, f"{model} never appeared"
-            time.sleep(0.05)
+        wait_for(
+            lambda: model in {m.id for m in client.models.list()},
+            f"{model} to appear in /v1/models",
+            timeout_s,
+        )
+
+    def stored_trace(
+        self, trace_id: str, key: str, base_url: str = "", timeout_s: float = 10
+    ) -> dict:
+        """A request's trace from `GET /v1/traces/{id}` (of the shared gateway, or of the one
+        at `base_url`), once the trace writer has stored it: it batches, off the path."""
+        url = f"{base_url or self.base_url}/traces/{trace_id}"
+
+        def stored() -> dict | None:
+            response = httpx.get(url, headers={"Authorization": f"Bearer {key}"}, timeout=10)
+            return response.json() if response.status_code == 200 else None
+
+        return wait_for(stored, f"the trace {trace_id} to be stored", timeout_s)
 
 
 @contextlib.contextmanager
 def live_installation(log_dir: Path) -> Iterator[Live]:
     fakes: dict[str, FakeUpstreamProcess] = {}
+    commands = Commands(log_dir)
     try:
         for name in ("cheap", "pricey", "anthro"):
             fakes[name] = start_fake_upstream("fast", name=name, api_key=UPSTREAM_KEY)
@@ -190,12 +209,12 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
                 # Redis state of this installation only: runs and gateways never share it.
                 SWITCHYARD_SHARED_STATE_PREFIX=f"switchyard-test-{uuid.uuid4().hex[:12]}",
             )
-            manage("migrate", "--noinput", env=env)
+            commands.manage("migrate", "--noinput", env=env)
             config = log_dir / "live-catalog.yaml"
             config.write_text(catalog_yaml(fakes))
-            manage("apply", "-f", str(config), env=env)
+            commands.manage("apply", "-f", str(config), env=env)
             keys = {
-                slug: manage("createkey", "--workspace", slug, env=env).strip()
+                slug: commands.manage("createkey", "--workspace", slug, env=env).strip()
                 for slug in ("acme", "euonly", "other", "autoclf")
             }
             log_path = log_dir / "gateway.log"
@@ -203,10 +222,11 @@ def live_installation(log_dir: Path) -> Iterator[Live]:
             try:
                 with running_gateway(env, log_path=log_path, server=server) as gateway:
                     yield Live(gateway=gateway, fakes=fakes, env=env, keys=keys,
-                               log_path=log_path)  # fmt: skip
+                               log_path=log_path, commands=commands)  # fmt: skip
             finally:
                 forget_shared_state(env["SWITCHYARD_SHARED_STATE_PREFIX"])
     finally:
+        commands.close()
         for fake in fakes.values():
             fake.stop()
 

@@ -25,6 +25,7 @@ from gateway.admission.redis_limits import RedisLimiter
 from gateway.admission.redis_line import RedisLine
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
 from tests.admission.conftest import redis_prefix
+from tests.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -137,20 +138,25 @@ def test_admissions_asked_for_while_a_pipeline_is_out_go_together_when_its_repli
         assert (await admitter.take([], 0, "warm", _hold("warm", now), now)).admitted
         sent = _counting_pipelines(admitter)
         counted = admitter._send
+        out: list[int] = []  # the pipelines sent, each held until `answered` is set
+        answered = asyncio.Event()
 
-        async def slow(calls, meanwhile=None, given_up=None):  # type: ignore[no-untyped-def]
-            await asyncio.sleep(0.05)  # a round trip long enough for turns to pass
+        async def held(calls, meanwhile=None, given_up=None):  # type: ignore[no-untyped-def]
+            out.append(len(calls))
+            await answered.wait()  # a round trip that lasts until the others have asked
             return await counted(calls, meanwhile, given_up)
 
-        admitter._send = slow  # type: ignore[method-assign]
+        admitter._send = held  # type: ignore[method-assign]
         # when one request's admission is out and three more ask, each in a turn of its own
         first = asyncio.ensure_future(admitter.take([], 0, "r0", _hold("r0", now), now))
+        await until(lambda: out, "the first admission's pipeline out")
         later = []
         for i in range(1, 4):
-            await asyncio.sleep(0.001)
             later.append(asyncio.ensure_future(
                 admitter.take([], 0, f"r{i}", _hold(f"r{i}", now), now)
             ))  # fmt: skip
+            await until(lambda n=i: len(admitter._takes) == n, f"r{i}'s admission asked for")
+        answered.set()
         taken = await asyncio.gather(first, *later)
         # then the three went in one pipeline once the first one's replies came
         assert sent == [["reserve"], ["reserve"] * 3]
@@ -220,21 +226,34 @@ def test_r_pol_2_a_request_that_gives_up_while_redis_answers_keeps_nothing(busy)
         # when a request's client leaves once its admission's calls are out (or queued for
         # this turn's pipeline), before their replies come
         leaving = asyncio.ensure_future(admitter.take(limits, 10, "gone", _hold("gone", now), now))
-        await asyncio.sleep(0)  # (its first step: the calls written, its replies awaited)
+        # (its first step: the calls written, its replies awaited; polled every turn, so
+        # that it leaves in the very turn they went out, before a reply can be read)
+        await until(lambda: _asked(admitter), "its admission's calls out", interval_s=0)
         leaving.cancel()
         with pytest.raises(asyncio.CancelledError):
             await leaving
+
         # then once Redis has answered, what it took is given back: nothing reserved or
         # counted on the budget, and the concurrency lease free for the next request
-        for _ in range(100):
-            await asyncio.sleep(0.01)
+        async def budget() -> tuple[int, int]:
             after = (await admitter.budgets.read([counter]))[counter]
-            if (after.reserved_micros, after.requests) == (before.reserved_micros, before.requests):
-                break
-        assert (after.reserved_micros, after.requests) == (before.reserved_micros, before.requests)
+            return (after.reserved_micros, after.requests)
+
+        async def given_back() -> bool:
+            return await budget() == (before.reserved_micros, before.requests)
+
+        await until(given_back, "its reservation and request given back", interval_s=0.01)
+        assert await budget() == (before.reserved_micros, before.requests)
         assert (await admitter.take(limits, 10, "next", None, now)).admitted
 
     asyncio.run(run())
+
+
+def _asked(admitter: RedisAdmitter) -> bool:
+    """An admission's calls are out: written on the line, or queued for this turn's
+    pipeline."""
+    line = admitter.line._open
+    return bool(admitter._takes) or (line is not None and bool(line.waiting))
 
 
 def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
@@ -257,11 +276,15 @@ async def _load_scripts(admitter: RedisAdmitter) -> None:
         script.sha = await admitter.budgets.client.script_load(script.script)
 
 
-def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it() -> None:
+def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it(
+    monkeypatch,
+) -> None:
     async def run() -> None:
         admitter, now = redis_admitter(), time.time()
         await _load_scripts(admitter)
         sent = _counting_pipelines(admitter)
+        # (its wait for company lasts however long the second request takes to ask)
+        monkeypatch.setattr("gateway.admission.redis_admitter.SETTLE_BATCH_S", 3600)
         cap = 2_500  # room for two reservations of 1,000, not three
         first = await admitter.take([], 0, "one", _hold("one", now, cap), now)
         # another request under way: more are coming, the settlement waits for one
@@ -272,7 +295,7 @@ def test_a_settlement_waiting_rides_in_the_next_admissions_pipeline_ahead_of_it(
         back = asyncio.ensure_future(
             admitter.give_back(GiveBack((), "one", 0, 0, _hold("one", now, cap), 400, now))
         )
-        await asyncio.sleep(0)  # the settlement is queued, its wait started
+        await until(lambda: admitter._queue and admitter._flush_timer, "the settlement queued")
         second = await admitter.take([], 0, "two", _hold("two", now, cap), now)
         # then both went in one pipeline, the settlement first, so the second request
         # found the first one's unused reservation freed and was admitted

@@ -16,6 +16,7 @@ import redis.asyncio as redis
 
 from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
 from gateway.admission.redis_limits import RedisLimiter
+from tests.waiting import until
 
 needs_redis = pytest.mark.skipif(
     not os.environ.get("REDIS_URL"), reason="shared rate limits need REDIS_URL"
@@ -118,13 +119,22 @@ def test_r_lim_1_a_killed_holders_concurrency_lease_expires():
         # given replica A takes the key's one slot and dies without releasing
         a, b = _replica(prefix, lease_ttl_s=0.5), _replica(prefix, lease_ttl_s=0.5)
         spec = [LimitSpec("key:34", concurrent=1)]
+        taken_at = time.monotonic()
         assert (await a.acquire(spec, tokens=0, lease="dead", now=0)).admitted
         await a.aclose()
-        # then B is refused until the lease expires, and admitted after
+        # then B is refused until the lease expires, and admitted after (the scripts read
+        # Redis's clock, not `now`: the lease's half second passes for real; a refusal
+        # takes nothing, so B asks until it is admitted)
         refused = await b.acquire(spec, tokens=0, lease="b1", now=0)
         assert (refused.admitted, refused.refused) == (False, "key:34/concurrent")
-        await asyncio.sleep(0.6)
-        assert (await b.acquire(spec, tokens=0, lease="b2", now=0)).admitted
+
+        async def admitted() -> bool:
+            return (await b.acquire(spec, tokens=0, lease="b2", now=0)).admitted
+
+        await until(admitted, "B admitted once the dead holder's lease expired", interval_s=0.05)
+        # at ~0.5 s on Redis's clock: not before, and by the lease's own expiry, not its
+        # key's (a second later)
+        assert 0.4 <= time.monotonic() - taken_at < 1.4
         await b.release(spec, lease="b2", tokens_reserved=0, tokens_used=0, now=0)
         assert (await b.acquire(spec, tokens=0, lease="b3", now=0)).admitted
         await b.aclose()

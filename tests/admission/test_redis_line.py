@@ -6,6 +6,7 @@ call connects again. A small server here plays Redis; the real one with REDIS_UR
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import socket
 import threading
@@ -18,6 +19,7 @@ import uvloop
 from redis.exceptions import ResponseError
 
 from gateway.admission.redis_line import RedisLine, pack
+from tests.waiting import until
 
 Answer = Callable[[list[bytes]], Awaitable[bytes | None]]  # None: say nothing
 
@@ -110,18 +112,25 @@ def test_a_call_with_nothing_to_send_answers_at_once_and_shifts_no_replies(run) 
 
 def test_a_cancelled_call_does_not_shift_the_replies_of_the_next(run) -> None:
     async def scenario() -> None:
-        async def slow(command: list[bytes]) -> bytes:
-            await asyncio.sleep(0.05)
+        answering = asyncio.Event()  # Redis answers once the test has set it
+
+        async def held(command: list[bytes]) -> bytes:
+            await answering.wait()
             return await _echo(command)
 
-        async with FakeRedis(slow) as address:
+        fake = FakeRedis(held)
+        async with fake as address:
             line = RedisLine(f"redis://{address}/0")
             # when a request gives up while its call is under way
             first = asyncio.ensure_future(line.call([("ECHO", "first")]))
-            await asyncio.sleep(0.01)
+            await until(lambda: fake.connections and fake.connections[0], "the first call read")
             first.cancel()
-            # then the next call still gets its own reply, not the abandoned one's
-            assert await line.call([("ECHO", "second")]) == [b"second"]
+            # then the next call, written behind it, still gets its own reply, not the
+            # abandoned one's
+            second = asyncio.ensure_future(line.call([("ECHO", "second")]))
+            await until(lambda: len(line._open.waiting) == 2, "the second call written")
+            answering.set()
+            assert await second == [b"second"]
             await line.close()
 
     run(scenario())
@@ -206,14 +215,26 @@ def test_a_redis_that_does_not_answer_fails_the_calls_waiting_then_the_next_is_s
 
 def test_a_long_queue_behind_replies_that_keep_coming_does_not_time_out(run) -> None:
     async def scenario() -> list[list[bytes]]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        answered = 0
+
         async def steady(command: list[bytes]) -> bytes:
-            await asyncio.sleep(0.08)  # each answered in turn, the last after 0.8 s
+            # Redis answers in turn, one reply every 0.04 s of the loop's clock, the last
+            # after 0.4 s: what is under test is a timeout on that clock, so its time
+            # passes for real
+            nonlocal answered
+            due = started + 0.04 * (answered + 1)
+            await until(lambda: loop.time() >= due, f"reply {answered}'s turn", interval_s=0.005)
+            answered += 1
             return await _echo(command)
 
         async with FakeRedis(steady) as address:
             line = RedisLine(f"redis://{address}/0", timeout_s=0.2)
             # when a burst queues more behind each other than Redis answers in the timeout
             replies = await asyncio.gather(*(line.call([("ECHO", f"{i}")]) for i in range(10)))
+            # (its last call waited past the timeout)
+            assert loop.time() - started > 0.2
             await line.close()
             return replies
 
@@ -229,8 +250,9 @@ def test_a_reply_that_came_in_time_counts_though_the_loop_was_too_busy_to_read_i
             # when the worker's own loop is stuck longer than the timeout right after
             # sending (a burst, a long collection), Redis answering as soon as it runs again
             call = asyncio.ensure_future(line.call([("ECHO", "late")]))
-            await asyncio.sleep(0)  # (sent)
-            time.sleep(0.3)
+            # (polled every turn: the loop stalls in the very turn the call was written)
+            await until(lambda: line._open.waiting, "the call written", interval_s=0)
+            _stall_the_loop(0.3)
             # then the call gets its answer: the stall was not Redis's (the timer that finds
             # it late runs before the loop reads the socket, on uvloop even when it has come)
             replies = await call
@@ -247,15 +269,33 @@ def test_a_connection_made_in_time_counts_though_the_loop_was_too_busy_to_see_it
             # when the worker's loop is stuck past the connect timeout right after its
             # first call started connecting (a first burst)
             call = asyncio.ensure_future(line.call([("ECHO", "first")]))
-            for _ in range(3):  # (the connect started: the call, its attempt, the socket)
-                await asyncio.sleep(0)
-            time.sleep(0.3)
+            # (polled every turn: the loop stalls in the very turn the socket started
+            # connecting, in the third: the call, its attempt, the socket)
+            await until(_connecting, "the connection attempt under way", interval_s=0)
+            _stall_the_loop(0.3)
             # then the call is served: the kernel made the connection in time
             replies = await call
             await line.close()
             return replies
 
     assert run(scenario()) == [b"first"]
+
+
+def _stall_the_loop(seconds: float) -> None:
+    """Hold the event loop (a burst, a long collection) for `seconds`: it blocks on
+    purpose, for a loop stuck past the line's timeouts is what those tests are about."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+def _connecting() -> bool:
+    """A connection attempt of the line has started: its socket is connecting."""
+    return any(
+        task.get_coro().__qualname__ == "RedisLine._open_connection"
+        and inspect.getcoroutinestate(task.get_coro()) == inspect.CORO_SUSPENDED
+        for task in asyncio.all_tasks()
+    )
 
 
 def test_a_connection_redis_closes_fails_its_calls_and_the_next_reconnects(run) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from gateway.admission.single_flight import SingleFlight
+from tests.waiting import until
 
 
 class Rebuilds:
@@ -30,7 +31,8 @@ def test_callers_of_overlapping_names_share_the_rebuild_under_way() -> None:
         flight = SingleFlight(rebuilds)
         waiters = [asyncio.create_task(flight.run(["a", "b"])) for _ in range(50)]
         waiters.append(asyncio.create_task(flight.run(["b", "c"])))
-        await asyncio.sleep(0)
+        # (the rebuilds start once every waiter has asked: the waiters' tasks run first)
+        await until(lambda: len(rebuilds.calls) >= 2, "the waiters' rebuilds under way")
         rebuilds.release.set()
         await asyncio.gather(*waiters)
         assert rebuilds.calls == [["a", "b"], ["c"]]
@@ -46,9 +48,9 @@ def test_a_cancelled_waiter_does_not_cancel_the_others() -> None:
         flight = SingleFlight(rebuilds)
         first = asyncio.create_task(flight.run(["a"]))
         second = asyncio.create_task(flight.run(["a"]))
-        await asyncio.sleep(0)
+        await until(lambda: rebuilds.calls, "the waiters' rebuild under way")
         first.cancel()
-        await asyncio.sleep(0)
+        await until(first.done, "the first waiter's cancellation delivered")
         rebuilds.release.set()
         await second
         with pytest.raises(asyncio.CancelledError):
@@ -63,7 +65,7 @@ def test_a_failed_rebuild_fails_its_waiters_and_the_next_caller_tries_again() ->
         rebuilds = Rebuilds(fail=True)
         flight = SingleFlight(rebuilds)
         waiters = [asyncio.create_task(flight.run(["a"])) for _ in range(3)]
-        await asyncio.sleep(0)
+        await until(lambda: rebuilds.calls, "the waiters' rebuild under way")
         rebuilds.release.set()
         results = await asyncio.gather(*waiters, return_exceptions=True)
         assert [type(r) for r in results] == [RuntimeError] * 3

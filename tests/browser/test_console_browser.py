@@ -6,12 +6,14 @@ error under the console's CSP. Screenshots: var/test-artifacts/screens/."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import TYPE_CHECKING
 
+import httpx
 import openai
 import pytest
+
+from tests.waiting import wait_for
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -55,15 +57,7 @@ def test_r_key_1_a_new_key_is_shown_once(live, page, console_errors):
     secret = page.locator("#new-key").inner_text()
     assert secret.startswith("sk-sy-")
     # the secret works, and the page that showed it is the only one that ever does
-    client = openai.OpenAI(base_url=live.base_url, api_key=secret, max_retries=0)
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            client.models.list()
-            break
-        except openai.AuthenticationError:
-            assert time.monotonic() < deadline, "the new key was never accepted"
-            time.sleep(0.05)
+    live.wait_for_key(secret)
     page.goto(f"{live.gateway.url}/console/acme/keys/")
     assert page.get_by_role("cell", name=name, exact=True).is_visible()
     assert secret not in page.content()
@@ -96,14 +90,13 @@ def test_r_obs_1_a_request_found_by_filter_opens_on_its_trace(live, page, consol
     trace_id = answer.headers["x-switchyard-trace-id"]
     _sign_in(live, page, _person(live, "member"))
     page.get_by_label("Key").fill(name)
-    deadline = time.monotonic() + 5
-    while True:  # the trace writer flushes every 50 ms here
+
+    def found() -> bool:  # the trace writer flushes every 50 ms here
         page.get_by_label("Key").press("Enter")
         page.wait_for_url(f"**key={name}*")  # htmx pushed the filter into the URL
-        if page.locator("table.log tbody a").count() == 1:
-            break
-        assert time.monotonic() < deadline, "the request never reached the log"
-        time.sleep(0.2)
+        return page.locator("table.log tbody a").count() == 1
+
+    wait_for(found, "the request to reach the log, found by its key", 5, interval_s=0.2)
     assert "✓" in page.locator("td.chain").inner_text()
     page.locator("table.log tbody a").click()
     page.wait_for_url(f"**/console/acme/requests/{trace_id}/")
@@ -124,12 +117,17 @@ def test_r_pol_1_a_policy_edited_in_the_console_routes_the_next_request(
     live.manage("apply", "-f", str(config))
     key = live.new_key(slug, "policy-bot")
     client = openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0)
+    body = {"model": "meta/llama-3.3-70b", "messages": [{"role": "user", "content": "hi"}]}
 
     def provider() -> str:
-        answer = client.chat.completions.create(
-            model="meta/llama-3.3-70b", messages=[{"role": "user", "content": "hi"}]
-        )
+        answer = client.chat.completions.create(**body)
         return answer.model_extra["switchyard"]["provider"]
+
+    def denied() -> bool:
+        explained = httpx.post(f"{live.base_url}/routing/explain", json=body,
+                               headers={"Authorization": f"Bearer {key}"}).json()  # fmt: skip
+        rejected = {r["endpoint"]: r["reason"] for r in explained["decisions"][0]["rejected"]}
+        return rejected.get("cheap-llama") == "provider_denied"
 
     assert provider() == "cheap"
     _sign_in(live, page, _person(live, "owner", slug), slug)
@@ -141,10 +139,10 @@ def test_r_pol_1_a_policy_edited_in_the_console_routes_the_next_request(
     assert "1 of 2 endpoints of meta/llama-3.3-70b remain: pricey-llama" in preview.inner_text()
     page.get_by_role("button", name="Save policy").click()
     page.get_by_text("Policy saved.").wait_for()
-    deadline = time.monotonic() + 5  # the gateway's snapshot poll (0.1 s here)
-    while (routed := provider()) != "pricey":
-        assert time.monotonic() < deadline, f"still routed to {routed}"
-        time.sleep(0.1)
+    # once the gateway's snapshot has the policy (its poll: 0.1 s here), as explain shows
+    # without calling an upstream, the next request is routed by it
+    wait_for(denied, "the saved policy to reach the gateway's snapshot", 5)
+    assert provider() == "pricey"
     page.get_by_role("link", name="Audit log").click()
     assert page.get_by_role("cell", name="config.apply").first.is_visible()
     assert console_errors == []

@@ -6,12 +6,13 @@ var/test-artifacts/screens/."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import TYPE_CHECKING
 
 import openai
 import pytest
+
+from tests.waiting import wait_for
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -53,11 +54,14 @@ def test_r_obs_2_the_live_page_draws_its_charts_and_refreshes_in_place(live, pag
     _sign_in(live, page, _person(live, "member"))
     # when
     page.goto(f"{live.gateway.url}/console/acme/live/?window=15m&by=provider")
-    deadline = time.monotonic() + 5
-    while page.locator("#live-rows td.num").count() == 0:  # the trace writer flushes in 50 ms
-        assert time.monotonic() < deadline, "the requests never reached the live page"
-        time.sleep(0.2)
-        page.reload()
+
+    def rows_shown() -> int:  # the trace writer flushes in 50 ms
+        shown = page.locator("#live-rows td.num").count()
+        if not shown:
+            page.reload()
+        return shown
+
+    wait_for(rows_shown, "the requests to reach the live page", 5, interval_s=0.2)
     # then: uPlot drew every chart, a line per provider named in the legend
     charts = page.locator(".chart[data-metric]")
     assert charts.count() == 7

@@ -18,6 +18,7 @@ import pytest
 from gateway.processes import running_gateway
 from tests.browser.conftest import screenshot
 from tests.browser.test_console_browser import _person, _sign_in
+from tests.waiting import wait_for
 
 if TYPE_CHECKING:
     from tests.live import Live
@@ -74,14 +75,6 @@ def _served_model(base_url: str, key: str) -> str:
     return str(answer.model_extra["switchyard"]["model"])
 
 
-def _until(check, what: str, timeout_s: float) -> float:
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < timeout_s, f"{what}: not within {timeout_s} s"
-        time.sleep(0.02)
-    return time.monotonic() - started
-
-
 def test_r_route_2_create_validate_deploy_diff_replay_redeploy_and_roll_back_in_the_studio(
     live, page, console_errors, tmp_path
 ):
@@ -112,7 +105,8 @@ def test_r_route_2_create_validate_deploy_diff_replay_redeploy_and_roll_back_in_
     assert page.locator(".keys-changing").inner_text().strip() == "studio-bot"
     page.get_by_role("button", name="Deploy v1").click()
     page.get_by_text("Deployed version 1").wait_for()
-    _until(lambda: _served_model(live.base_url, key) == "acme/mini", "v1 deployed", DEADLINE_S)
+    wait_for(lambda: _served_model(live.base_url, key) == "acme/mini",
+             "v1 (acme/mini) to serve the key once deployed", DEADLINE_S)  # fmt: skip
     for _ in range(3):  # recorded traffic for the replay, ended at `pick` (acme/mini)
         assert _served_model(live.base_url, key) == "acme/mini"
     # an edit is saved as v2, a draft, and compared with the deployed version
@@ -139,20 +133,23 @@ def test_r_route_2_create_validate_deploy_diff_replay_redeploy_and_roll_back_in_
     screenshot(page, "route_studio_replay")
     # deploy from the replay: the traffic follows, here and on a second gateway within 2 s
     with running_gateway({**live.env, "SWITCHYARD_SNAPSHOT_POLL_S": "1.0"}) as other:
-        _until(lambda: _served_model(other.base_url, key) == "acme/mini", "v1 on the other", 10)
+        wait_for(lambda: _served_model(other.base_url, key) == "acme/mini",
+                 "v1 (acme/mini) to serve the key on the other gateway", 10)  # fmt: skip
         page.get_by_role("link", name="Deploy v2…").click()
         page.get_by_role("button", name="Deploy v2").click()
         page.get_by_text("Deployed version 2").wait_for()
-        took = _until(lambda: _served_model(other.base_url, key) == "acme/tiny", "the deploy",
-                      DEADLINE_S)  # fmt: skip
-        _until(lambda: _served_model(live.base_url, key) == "acme/tiny", "the deploy here",
-               DEADLINE_S)  # fmt: skip
+        deployed_at = time.monotonic()
+        wait_for(lambda: _served_model(other.base_url, key) == "acme/tiny",
+                 "v2 (acme/tiny) to serve the key on the other gateway", DEADLINE_S)  # fmt: skip
+        took = time.monotonic() - deployed_at
+        wait_for(lambda: _served_model(live.base_url, key) == "acme/tiny",
+                 "v2 (acme/tiny) to serve the key here", DEADLINE_S)  # fmt: skip
         # and a rollback to v1 is in effect on the other gateway within 2 s too
         page.get_by_role("link", name="Roll back…").click()
         page.get_by_role("button", name="Roll back to v1").click()
         page.get_by_text("Rolled back to version 1").wait_for()
-        _until(lambda: _served_model(other.base_url, key) == "acme/mini", "the rollback",
-               DEADLINE_S)  # fmt: skip
+        wait_for(lambda: _served_model(other.base_url, key) == "acme/mini",
+                 "the rollback to v1 (acme/mini) on the other gateway", DEADLINE_S)  # fmt: skip
     assert took < DEADLINE_S
     page.get_by_role("link", name="Audit log").click()
     for action in ("route.save", "route.deploy", "route.rollback"):
@@ -174,14 +171,15 @@ def test_d_30_a_viewer_reads_the_studio_and_its_guard_and_can_change_none_of_it(
     assert page.locator("svg.route-diagram g.node").count() == 3
     # the guard's live comparison counts both sides of the split, as its next pass will
     guard = page.locator("table.guard-numbers")
-    deadline = time.monotonic() + 5  # traces are written in batches (50 ms here)
-    while True:
+
+    def counted() -> tuple[int, int] | None:  # traces are written in batches (50 ms here)
         row = guard.locator("tr", has_text="requests").inner_text().split()
-        watched, baseline = int(row[1]), int(row[2])
-        if watched + baseline == len(served):
-            break
-        assert time.monotonic() < deadline, f"{watched} + {baseline} requests in the panel"
+        if int(row[1]) + int(row[2]) == len(served):
+            return int(row[1]), int(row[2])
         page.reload()
+        return None
+
+    watched, baseline = wait_for(counted, f"the guard panel to count all {len(served)} requests", 5)
     assert (watched, baseline) == (served.count("acme/tiny"), served.count("acme/mini"))
     shares = page.locator("svg.route-diagram").text_content() or ""
     assert f"{watched} req" in shares

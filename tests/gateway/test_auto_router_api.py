@@ -19,17 +19,6 @@ def _headers(fresh_live) -> dict[str, str]:
     return {"Authorization": f"Bearer {fresh_live.keys['autoclf']}"}
 
 
-def _trace(fresh_live, trace_id: str) -> dict:
-    url = f"{fresh_live.base_url}/traces/{trace_id}"
-    deadline = time.monotonic() + 5
-    while True:
-        response = httpx.get(url, headers=_headers(fresh_live))
-        if response.status_code == 200:
-            return response.json()
-        assert time.monotonic() < deadline, response.text
-        time.sleep(0.05)
-
-
 def _auto_request(fresh_live) -> tuple[httpx.Response, dict, dict]:
     """Send BODY; return the response, its trace and the classifier child's trace."""
     response = httpx.post(
@@ -37,8 +26,9 @@ def _auto_request(fresh_live) -> tuple[httpx.Response, dict, dict]:
         timeout=10,
     )  # fmt: skip
     assert response.status_code == 200, response.text
-    parent = _trace(fresh_live, response.headers["x-switchyard-trace-id"])
-    child = _trace(fresh_live, parent["decision"]["auto"]["classifier"]["trace_id"])
+    key = fresh_live.keys["autoclf"]
+    parent = fresh_live.stored_trace(response.headers["x-switchyard-trace-id"], key)
+    child = fresh_live.stored_trace(parent["decision"]["auto"]["classifier"]["trace_id"], key)
     return response, parent, child
 
 

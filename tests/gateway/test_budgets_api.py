@@ -13,7 +13,6 @@ from __future__ import annotations
 import concurrent.futures
 import shutil
 import subprocess
-import time
 from decimal import Decimal
 
 import httpx
@@ -23,6 +22,7 @@ import pytest
 from fakeupstream.process import free_port
 from gateway.processes import running_gateway
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -53,14 +53,9 @@ def budgeted(live: Live, slug: str, usd: str, *, alerts: str = "[]") -> openai.O
     live.manage("apply", "-f", str(path))
     key = live.manage("createkey", "--workspace", slug).strip()
     client = openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0, timeout=20)
-    deadline = time.monotonic() + 5
-    while True:
-        try:
-            live.wait_for_model(client, MODEL)
-            return client
-        except openai.AuthenticationError:
-            assert time.monotonic() < deadline, "the new key was never accepted"
-            time.sleep(0.05)
+    live.wait_for_key(key)
+    live.wait_for_model(client, MODEL)
+    return client
 
 
 def ask(client: openai.OpenAI, url: str = "") -> httpx.Response:
@@ -128,10 +123,8 @@ def test_r_pol_2_concurrent_requests_cannot_overspend(fresh_live, worst_case):
     assert HEADER in refused.headers
     assert fresh_live.fakes["paced"].stats()["requests"] == 20
     # and what was recorded stays under the cap
-    deadline = time.monotonic() + 5
-    while (spent := spent_micros(fresh_live, "budget-race")) == 0:
-        assert time.monotonic() < deadline, "no spending reached the ledger"
-        time.sleep(0.1)
+    spent = wait_for(lambda: spent_micros(fresh_live, "budget-race"),
+                     "the race's spending to reach the ledger", 5, interval_s=0.1)  # fmt: skip
     assert 0 < spent <= cap
 
 
@@ -162,10 +155,8 @@ def test_r_lim_2_a_request_settles_to_its_cost(fresh_live, worst_case):
 
 
 def _until_spent(live: Live, slug: str, micros_: int) -> None:
-    deadline = time.monotonic() + 5
-    while (spent := spent_micros(live, slug)) != micros_:
-        assert time.monotonic() < deadline, f"the ledger holds {spent}, not {micros_}"
-        time.sleep(0.05)
+    wait_for(lambda: spent_micros(live, slug) == micros_,
+             f"the ledger to hold exactly {micros_} µ$ spent by {slug}", 5)  # fmt: skip
 
 
 def test_d_28_a_stream_cut_short_settles_to_an_estimate_not_zero(fresh_live, worst_case):
@@ -178,10 +169,8 @@ def test_d_28_a_stream_cut_short_settles_to_an_estimate_not_zero(fresh_live, wor
         for _ in stream:
             pass
     # then it was charged the input estimate and the streamed characters, never zero
-    deadline = time.monotonic() + 5
-    while (spent := spent_micros(fresh_live, "budget-stream")) == 0:
-        assert time.monotonic() < deadline, "the cut stream was never charged"
-        time.sleep(0.1)
+    spent = wait_for(lambda: spent_micros(fresh_live, "budget-stream"),
+                     "the cut stream to be charged", 5, interval_s=0.1)  # fmt: skip
     assert 1000 <= spent < worst_case
 
 
@@ -198,10 +187,8 @@ def test_r_lim_2_an_alert_threshold_fires_once_per_period(fresh_live, worst_case
         "print(sorted(e.changes['threshold'] for e in AdminEvent.objects.filter("
         "action='budget.alert', workspace__slug='budget-alerts')))"
     )
-    deadline = time.monotonic() + 5
-    while (fired := fresh_live.manage("shell", "--no-imports", "-c", code).strip()) != "[0.1, 0.2]":
-        assert time.monotonic() < deadline, f"alerts fired: {fired}"
-        time.sleep(0.1)
+    wait_for(lambda: fresh_live.manage("shell", "--no-imports", "-c", code).strip() == "[0.1, 0.2]",
+             "one budget.alert audit event for each of 0.1 and 0.2", 5, interval_s=0.1)  # fmt: skip
     metrics = httpx.get(f"{fresh_live.gateway.url}/metrics").text
     assert 'switchyard_budget_alerts_total{budget="workspace daily",threshold="0.1"}' in metrics
 
@@ -217,10 +204,8 @@ def test_r_lim_2_a_client_gone_mid_stream_settles_to_what_was_streamed(fresh_liv
         lines = stream.iter_lines()
         assert next(lines).startswith("data:")
     # then its reservation settled to the input and what had streamed: not zero, not all
-    deadline = time.monotonic() + 5
-    while (spent := spent_micros(fresh_live, "budget-gone")) == 0:
-        assert time.monotonic() < deadline, "the abandoned stream was never settled"
-        time.sleep(0.1)
+    spent = wait_for(lambda: spent_micros(fresh_live, "budget-gone"),
+                     "the abandoned stream to be settled", 5, interval_s=0.1)  # fmt: skip
     assert 1000 <= spent < worst_case
 
 

@@ -13,7 +13,6 @@ same)."""
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -25,6 +24,7 @@ import pytest
 from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import GatewayProcess, running_gateway
 from tests.live import UPSTREAM_KEY, Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -170,10 +170,13 @@ def test_r_bey_9_a_credential_cooling_on_one_replica_shows_on_the_other(fresh_li
         # when A's own key is refused on replica a
         assert _attempts(a, keys["byokh-a"])[0] == ("byokh-strict", "error")
         # then replica b knows the credential cools, without having seen the failure
-        deadline = time.monotonic() + 2.0
-        while _health(b, keys["byokh-a"]).json()["credentials"][PROVIDER]["status"] != "cooling":
-            assert time.monotonic() < deadline, "the cooldown never reached the other replica"
-            time.sleep(0.02)
+        wait_for(
+            lambda: (
+                _health(b, keys["byokh-a"]).json()["credentials"][PROVIDER]["status"] == "cooling"
+            ),
+            "the credential's cooldown to reach the other replica",
+            2.0,
+        )
         assert _health(b, keys["byokh-a"]).json()["credentials"][PROVIDER]["recent_failures"] == 0
 
 
@@ -230,7 +233,5 @@ def test_r_bey_7_r_obs_2_a_failing_credentials_error_rate_shows_to_its_workspace
         "endpoint": {"byokh-strict": (5, 0.0)},
     }
     # then every worker says so (12 reads in a row: both workers, surely) once rolled up
-    deadline = time.monotonic() + 8 * ROLLUP_S
-    while (seen := [_live_numbers(two_workers, keys) for _ in range(12)]) != [wanted] * 12:
-        assert time.monotonic() < deadline, f"never {wanted} on every worker: {seen}"
-        time.sleep(0.05)
+    wait_for(lambda: [_live_numbers(two_workers, keys) for _ in range(12)] == [wanted] * 12,
+             f"{wanted} on every worker (12 reads in a row)", 8 * ROLLUP_S)  # fmt: skip

@@ -10,7 +10,6 @@ the only way to restrict one to API keys."""
 from __future__ import annotations
 
 import hashlib
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import pytest
 
 from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from tests.live import UPSTREAM_KEY, Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -62,14 +62,13 @@ def _save_credential(live: Live, workspace: str, body: dict[str, object]) -> Non
 
 def _wait_for_credential(live: Live, key: str, provider: str, timeout_s: float = 5) -> None:
     """The gateway's snapshot has the credential once its `/health` lists it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def listed() -> bool:
         health = httpx.get(f"{live.gateway.url}/health",
                            headers={"Authorization": f"Bearer {key}"}).json()  # fmt: skip
-        if provider in health["credentials"]:
-            return
-        assert time.monotonic() < deadline, f"the credential for {provider} never arrived"
-        time.sleep(0.05)
+        return provider in health["credentials"]
+
+    wait_for(listed, f"/health to list the credential for {provider}", timeout_s)
 
 
 @pytest.fixture(scope="module")

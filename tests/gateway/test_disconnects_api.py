@@ -20,6 +20,7 @@ import pytest
 from fakeupstream.process import FakeUpstreamProcess, running_fake_upstream
 from gateway.processes import running_gateway
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -43,14 +44,13 @@ class Phases:
 
     def trace_of(self, request_id: str) -> dict:
         """The stored trace of a request the client never saw an answer to."""
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
+
+        def stored() -> dict | None:
             rows = orjson.loads(self.live.manage("dumpdata", "audit.requesttrace"))
-            for row in rows:
-                if row["fields"]["request_id"] == request_id:
-                    return row["fields"]
-            time.sleep(0.2)
-        raise AssertionError(f"no trace for {request_id}")
+            return next((row["fields"] for row in rows
+                         if row["fields"]["request_id"] == request_id), None)  # fmt: skip
+
+        return wait_for(stored, f"the trace of {request_id} to be stored", 5, interval_s=0.2)
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +87,7 @@ workspaces:
 
 def _closed_within(fake: FakeUpstreamProcess, since: float) -> float:
     """Seconds from `since` until the fake has no handler running, failing after 5 s."""
-    while fake.stats()["in_flight"]:
-        assert time.monotonic() - since < 5, "the upstream call was never closed"
-        time.sleep(0.02)
+    wait_for(lambda: not fake.stats()["in_flight"], "the upstream call to be closed", 5)
     return time.monotonic() - since
 
 

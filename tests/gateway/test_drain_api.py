@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ import pytest
 from fakeupstream.process import FakeUpstreamProcess, free_port, running_fake_upstream
 from gateway.processes import ROOT, wait_until_up
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -76,13 +77,6 @@ def serve(live: Live, log: Path, server: str, workers: int, grace_s: float, drai
     return process, f"http://127.0.0.1:{port}"
 
 
-def wait_for(what: str, condition: Callable[[], bool], timeout_s: float = 15) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
-        time.sleep(0.02)
-
-
 def probe(url: str) -> int | None:
     """The status a probe answers, or None once nothing accepts the connection."""
     try:
@@ -110,21 +104,6 @@ def stream(client: openai.OpenAI, tokens: int) -> tuple[str, str, str | None]:
     return raw.headers["x-switchyard-trace-id"], text, finish
 
 
-def stored_trace(drained: Drained, trace_id: str) -> dict:
-    """The trace, read through the shared gateway (same database) once it is written."""
-    headers = {"Authorization": f"Bearer {drained.key}"}
-    found: list[dict] = []
-
-    def written() -> bool:
-        response = httpx.get(f"{drained.live.base_url}/traces/{trace_id}", headers=headers)
-        if response.status_code == 200:
-            found.append(response.json())
-        return bool(found)
-
-    wait_for(f"the trace {trace_id}", written, timeout_s=10)
-    return found[0]
-
-
 @pytest.mark.parametrize(("server", "workers"), [("granian", 1), ("granian", 2), ("uvicorn", 1)])
 def test_r_ops_3_sigterm_finishes_what_is_in_flight(drained, tmp_path, server, workers):
     # given a served gateway with an answer and a stream in flight, each lasting REQUEST_S
@@ -134,16 +113,20 @@ def test_r_ops_3_sigterm_finishes_what_is_in_flight(drained, tmp_path, server, w
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=drained.key, max_retries=0, timeout=30)
     with ThreadPoolExecutor(2) as pool:
         pending_answer: Future = pool.submit(answer, client)
-        wait_for("the answer to reach the upstream", lambda: drained.fake.stats()["requests"] == 1)
+        wait_for(
+            lambda: drained.fake.stats()["requests"] == 1, "the answer to reach the upstream", 15
+        )
         pending_stream: Future = pool.submit(stream, client, REQUEST_S * TOKENS_PER_S)
-        wait_for("the stream to reach the upstream", lambda: drained.fake.stats()["requests"] == 2)
+        wait_for(
+            lambda: drained.fake.stats()["requests"] == 2, "the stream to reach the upstream", 15
+        )
         # when
         process.send_signal(signal.SIGTERM)
         # then readiness fails first, while the server still accepts and lives
-        wait_for("/readyz to say 503", lambda: probe(f"{url}/readyz") == 503)
+        wait_for(lambda: probe(f"{url}/readyz") == 503, "/readyz to say 503", 15)
         assert probe(f"{url}/livez") == 200
         # then the listener closes while both requests still run
-        wait_for("the listener to close", lambda: probe(f"{url}/livez") is None)
+        wait_for(lambda: probe(f"{url}/livez") is None, "the listener to close", 15)
         assert not pending_answer.done()
         assert not pending_stream.done()
         # and both finish whole
@@ -153,7 +136,7 @@ def test_r_ops_3_sigterm_finishes_what_is_in_flight(drained, tmp_path, server, w
     assert (len(text.split()), finish) == (REQUEST_S * TOKENS_PER_S, "stop")
     assert process.wait(timeout=30) == 0
     for trace_id in (answer_trace, stream_trace):
-        trace = stored_trace(drained, trace_id)
+        trace = drained.live.stored_trace(trace_id, drained.key)
         assert (trace["status_code"], trace["error_code"]) == (200, "")
 
 
@@ -164,7 +147,9 @@ def test_r_ops_3_what_still_runs_at_the_drain_deadline_is_cut_and_traced(drained
     client = openai.OpenAI(base_url=f"{url}/v1", api_key=drained.key, max_retries=0, timeout=30)
     with ThreadPoolExecutor(1) as pool:
         pending: Future = pool.submit(stream, client, 10 * TOKENS_PER_S)
-        wait_for("the stream to reach the upstream", lambda: drained.fake.stats()["requests"] == 1)
+        wait_for(
+            lambda: drained.fake.stats()["requests"] == 1, "the stream to reach the upstream", 15
+        )
         started = time.monotonic()
         # when
         process.send_signal(signal.SIGTERM)

@@ -6,10 +6,12 @@ random keys costs the database no more than that budget."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 
 import pytest
 
 from gateway.state.key_lookups import KeyLookups
+from tests.waiting import until
 
 
 class FakeDatabase:
@@ -20,10 +22,15 @@ class FakeDatabase:
         self.asked: list[str] = []
         self.release = asyncio.Event()
         self.fail = False
+        self.waiting = 0  # lookups waiting for `release`
 
     async def find(self, lookup_id: str) -> bool:
         self.asked.append(lookup_id)
-        await self.release.wait()
+        self.waiting += 1
+        try:
+            await self.release.wait()
+        finally:
+            self.waiting -= 1
         if self.fail:
             raise ConnectionError("database away")
         return lookup_id in self.known
@@ -41,8 +48,15 @@ def _lookups(db: FakeDatabase, clock: Clock, **limits: float) -> KeyLookups:
     return KeyLookups(db.find, clock=clock, **limits)  # type: ignore[arg-type]
 
 
+def _all_waiting(db: FakeDatabase, *tasks: asyncio.Task[bool]) -> bool:
+    """A lookup waits on the database, and every task has reached its wait (or answered
+    without one)."""
+    started = (inspect.getcoroutinestate(t.get_coro()) != inspect.CORO_CREATED for t in tasks)
+    return db.waiting > 0 and all(started)
+
+
 async def _released(db: FakeDatabase, *waiting: asyncio.Task[bool]) -> list[bool]:
-    await asyncio.sleep(0)  # every task reaches its wait
+    await until(lambda: _all_waiting(db, *waiting), "every task waiting on a database lookup")
     db.release.set()
     return list(await asyncio.gather(*waiting))
 
@@ -118,7 +132,7 @@ def test_r_key_1_a_failed_lookup_is_not_remembered_as_unknown():
         lookups = _lookups(db, clock)
         db.fail = True
         waiting = [asyncio.create_task(lookups.exists("newkey000003")) for _ in range(3)]
-        await asyncio.sleep(0)
+        await until(lambda: _all_waiting(db, *waiting), "every task waiting on a database lookup")
         db.release.set()
         failed = await asyncio.gather(*waiting, return_exceptions=True)
         assert all(isinstance(result, ConnectionError) for result in failed)
@@ -135,7 +149,7 @@ def test_r_key_1_a_waiter_that_is_cancelled_leaves_the_lookup_to_the_others():
         lookups = _lookups(db, clock)
         first = asyncio.create_task(lookups.exists("newkey000004"))
         second = asyncio.create_task(lookups.exists("newkey000004"))
-        await asyncio.sleep(0)
+        await until(lambda: _all_waiting(db, first, second), "both waiting on a database lookup")
         first.cancel()  # its client hung up
         assert await _released(db, second) == [True]
         assert db.asked == ["newkey000004"]

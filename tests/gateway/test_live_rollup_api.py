@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from gateway.processes import running_gateway
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 log = logging.getLogger(__name__)
@@ -46,13 +47,14 @@ def _first_choice(base: str, key: str) -> str:
 def _within(seconds: float, read, wanted) -> float:
     """How long until `read()` gives `wanted` on 12 calls in a row (both workers, surely)."""
     started = time.monotonic()
-    while True:
+
+    def on_every_worker() -> float | None:
         batch_at = time.monotonic()
         seen = [read() for _ in range(12)]
-        if all(value == wanted for value in seen):
-            return batch_at - started  # when the batch that found it on every worker began
-        assert time.monotonic() - started < seconds, f"never {wanted} on every worker: {seen}"
-        time.sleep(0.05)
+        return batch_at if all(value == wanted for value in seen) else None
+
+    # when the batch that found it on every worker began
+    return wait_for(on_every_worker, f"{wanted} on every worker", seconds) - started
 
 
 @pytest.fixture

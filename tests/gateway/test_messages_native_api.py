@@ -8,11 +8,9 @@ Anthropic's shape."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anthropic
-import httpx
 import pytest
 
 from tests.gateway.claude_code_turn import CLAUDE_CODE_TURN, READ_TOOL
@@ -36,13 +34,7 @@ def _sent(live: Any) -> dict[str, Any]:
 
 def _trace(live: Any, trace_id: str) -> dict[str, Any]:
     """The request's trace, once written (a stream's when its relay has ended)."""
-    for _ in range(50):
-        answer = httpx.get(f"{live.base_url}/traces/{trace_id}",
-                           headers={"Authorization": f"Bearer {live.keys['acme']}"})  # fmt: skip
-        if answer.status_code == 200:
-            return answer.json()  # type: ignore[no-any-return]
-        time.sleep(0.1)
-    raise AssertionError(f"no trace {trace_id}")
+    return live.stored_trace(trace_id, live.keys["acme"])  # type: ignore[no-any-return]
 
 
 def test_r_api_9_the_anthropic_upstream_gets_the_request_as_the_client_wrote_it(fresh_live):

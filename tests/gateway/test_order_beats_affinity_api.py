@@ -4,8 +4,6 @@ record says so. A gateway of its own with session keeping on (the shared one kee
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import orjson
 import pytest
@@ -59,18 +57,6 @@ def _explain(gateway, key: str, body: dict) -> dict:
     return response.json()
 
 
-def _trace(gateway, key: str, trace_id: str) -> dict:
-    deadline = time.monotonic() + 5
-    while True:
-        response = httpx.get(
-            f"{gateway.base_url}/traces/{trace_id}", headers={"Authorization": f"Bearer {key}"}
-        )
-        if response.status_code == 200:
-            return response.json()
-        assert time.monotonic() < deadline, response.text
-        time.sleep(0.05)
-
-
 def test_an_explicit_provider_order_is_tried_before_the_session_pin(sticky, fresh_live):
     # given a session kept on the dearer endpoint (its first request allowed only pricey)
     key = fresh_live.keys["acme"]
@@ -84,7 +70,7 @@ def test_an_explicit_provider_order_is_tried_before_the_session_pin(sticky, fres
     # then the order is tried as sent, and the decision record says why the pin was skipped
     assert _attempts(served) == [("cheap", "ok")]
     assert served.json()["switchyard"]["provider"] == "cheap"
-    trace = _trace(sticky, key, served.headers["x-switchyard-trace-id"])
+    trace = fresh_live.stored_trace(served.headers["x-switchyard-trace-id"], key, sticky.base_url)
     assert _note(["cheap", "pricey"]) in trace["decision"]["decisions"][0]["notes"]
     explained = _explain(sticky, key, ordered)
     assert explained["attempt_order"] == ["cheap-llama", "pricey-llama"]

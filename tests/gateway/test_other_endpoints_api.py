@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import openai
 import pytest
+
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -160,17 +160,11 @@ def test_d_3_revoked_key_is_refused_after_the_snapshot_reloads(fresh_live):
     # given a new key that works
     key = fresh_live.manage("createkey", "--workspace", "acme", "--name", "temp").strip()
     client = openai.OpenAI(base_url=fresh_live.base_url, api_key=key, max_retries=0)
-    deadline = time.monotonic() + 5
-    while not _accepted(client):  # the gateway picks the new key up within one snapshot poll
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    fresh_live.wait_for_key(key)  # the gateway picks the new key up within one snapshot poll
     # when it is revoked
     fresh_live.manage("revokekey", key[:18])
     # then it is refused with the same body as an unknown key
-    deadline = time.monotonic() + 5
-    while _accepted(client):
-        assert time.monotonic() < deadline
-        time.sleep(0.1)
+    wait_for(lambda: not _accepted(client), "the revoked key to be refused", 5)
     with pytest.raises(openai.AuthenticationError) as refused:
         client.models.list()
     assert refused.value.code == "invalid_api_key"

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -66,9 +67,11 @@ def test_r_bey_3_replay_of_a_draft_matches_a_live_run_of_the_same_requests(fresh
     _apply(fresh_live, V1, "--deploy")
     key = fresh_live.manage("createkey", "--workspace", "replaying", "--name", "replay-bot")
     key = key.strip()
-    _wait_until_routed(fresh_live, key)
+    wait_for(lambda: _version(fresh_live, key) == 1, "v1 to reach the gateway", 5)
     before = _send(fresh_live, key)
-    _wait_for_traces(fresh_live, REQUESTS)  # the trace writer batches them off the path
+    # the trace writer batches them off the path
+    wait_for(lambda: _traces(fresh_live) >= REQUESTS, f"all {REQUESTS} traces to be written", 20,
+             interval_s=0.2)  # fmt: skip
     # and a draft version 2
     _apply(fresh_live, V2)
     calls = sum(fake.stats()["requests"] for fake in fresh_live.fakes.values())
@@ -88,7 +91,7 @@ def test_r_bey_3_replay_of_a_draft_matches_a_live_run_of_the_same_requests(fresh
                  for p in report["predictions"].values()}  # fmt: skip
     # when version 2 is deployed and the same requests are sent again
     fresh_live.manage("route", "deploy", "replayed", "--workspace", "replaying", "--version", "2")
-    _wait_until_version(fresh_live, key, 2)
+    wait_for(lambda: _version(fresh_live, key) == 2, "v2 to reach the gateway", 5)
     after = _send(fresh_live, key)
     # then each request went exactly where the replay said
     wrong = {s: (predicted.get(s), went) for s, went in after.items() if predicted.get(s) != went}
@@ -108,24 +111,13 @@ COUNT = (
 )
 
 
-def _wait_for_traces(live: Live, count: int) -> None:
-    deadline = time.monotonic() + 20
-    while int(live.manage("shell", "--no-imports", "-c", COUNT).strip()) < count:
-        assert time.monotonic() < deadline, "the traces were never all written"
-        time.sleep(0.2)
+def _traces(live: Live) -> int:
+    return int(live.manage("shell", "--no-imports", "-c", COUNT).strip())
 
 
-def _wait_until_routed(live: Live, key: str) -> None:
-    _wait_until_version(live, key, 1)
-
-
-def _wait_until_version(live: Live, key: str, version: int) -> None:
+def _version(live: Live, key: str) -> int | None:
+    """The route version the gateway's snapshot routes the key's requests by."""
     body = {"model": "support-bot", "messages": [{"role": "user", "content": "hi"}]}
-    deadline = time.monotonic() + 5
-    while True:
-        answer = httpx.post(f"{live.base_url}/routing/explain", json=body,
-                            headers={"Authorization": f"Bearer {key}"})  # fmt: skip
-        if answer.status_code == 200 and (answer.json()["route"] or {}).get("version") == version:
-            return
-        assert time.monotonic() < deadline, answer.text
-        time.sleep(0.05)
+    answer = httpx.post(f"{live.base_url}/routing/explain", json=body,
+                        headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+    return (answer.json()["route"] or {}).get("version") if answer.status_code == 200 else None

@@ -7,13 +7,13 @@ deployed — whatever the split reads: the session header, the body's `session_i
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import httpx
 import pytest
 
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -86,13 +86,6 @@ def _version(live: Live, key: str) -> int | None:
     return (answer.json().get("route") or {}).get("version") if answer.status_code == 200 else None
 
 
-def _wait(check, what: str, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_r_bey_3_each_split_request_goes_where_the_replay_said(fresh_live, variant):
     ws = f"plans-{variant}"
@@ -100,9 +93,9 @@ def test_r_bey_3_each_split_request_goes_where_the_replay_said(fresh_live, varia
     # given v1 (everything to `a`) and the requests it served, traced
     _apply(fresh_live, ROUTE.format(ws=ws, start="a", draft=""), "--deploy")
     key = fresh_live.new_key(ws, "plans-bot")
-    _wait(lambda: _version(fresh_live, key) == 1, "v1 never reached the gateway")
+    wait_for(lambda: _version(fresh_live, key) == 1, "v1 to reach the gateway", 10)
     _send(fresh_live, key, variant)
-    _wait(lambda: _count(fresh_live, ws) == REQUESTS, "the traces were never all written")
+    wait_for(lambda: _count(fresh_live, ws) == REQUESTS, f"all {REQUESTS} traces to be written", 10)
     # when the draft v2 is replayed over them, twice
     _apply(fresh_live, ROUTE.format(ws=ws, start="plan", draft=DRAFT.format(by=by)))
     replay = ("route", "replay", "plans", "--workspace", ws, "--version", "2", "--since", "1h",
@@ -113,7 +106,7 @@ def test_r_bey_3_each_split_request_goes_where_the_replay_said(fresh_live, varia
     predicted = sorted(p["model"] for p in reports[0]["predictions"].values())
     # and once v2 is deployed, the same requests go exactly where it said
     fresh_live.manage("route", "deploy", "plans", "--workspace", ws, "--version", "2")
-    _wait(lambda: _version(fresh_live, key) == 2, "v2 never reached the gateway")
+    wait_for(lambda: _version(fresh_live, key) == 2, "v2 to reach the gateway", 10)
     after = _send(fresh_live, key, variant)
     assert sorted(model for _node, model in after.values()) == predicted
     moved = sum(model == "acme/mini" for _node, model in after.values())

@@ -17,6 +17,7 @@ import pytest
 
 from gateway.processes import running_gateway
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -52,16 +53,13 @@ def _ask(base_url: str, key: str) -> httpx.Response:
 
 def _ready(base_urls: list[str], key: str) -> None:
     """Both replicas' snapshots hold the new key and model."""
-    deadline = time.monotonic() + 5
     for url in base_urls:
-        while (
-            httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}).status_code
-            != 200
-            or MODEL
-            not in httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"}).text
-        ):  # noqa: E501
-            assert time.monotonic() < deadline, f"{url} never saw the key and the model"
-            time.sleep(0.05)
+
+        def ready(url: str = url) -> bool:
+            listed = httpx.get(f"{url}/models", headers={"Authorization": f"Bearer {key}"})
+            return listed.status_code == 200 and MODEL in listed.text
+
+        wait_for(ready, f"{url} to accept the new key and list {MODEL}", 5)
 
 
 def _race(base_urls: list[str], key: str, count: int) -> list[int]:
@@ -131,10 +129,16 @@ def test_r_lim_1_a_60_rpm_key_on_two_replicas_admits_60(fresh_live):
 def _sweep_later(live: Live, after_s: float) -> str:
     """Run the budget sweeper as the other replicas' would, `after_s` from now (a
     controlled clock: a reservation expires a minute after its request's deadline)."""
+    # The stores are made, used and closed in one loop, as a process of their own would
+    # (the command server runs the next command in the same process: tests/commands.py).
     code = (
-        "import asyncio, time; from gateway.state import admission_state;"
-        f"swept = asyncio.run(admission_state.stores().budgets.sweep(time.time() + {after_s}));"
-        "print(len(swept))"
+        "import asyncio, time; from gateway.state import admission_state\n"
+        "async def sweep():\n"
+        "    try:\n"
+        f"        return await admission_state.stores().budgets.sweep(time.time() + {after_s})\n"
+        "    finally:\n"
+        "        await admission_state.stop(); admission_state.reset()\n"
+        "print(len(asyncio.run(sweep())))"
     )
     return live.manage("shell", "--no-imports", "-c", code).strip()
 
@@ -154,10 +158,9 @@ def test_r_lim_2_a_gateway_killed_mid_request_leaves_a_reservation_the_sweeper_c
         _ready([doomed.base_url], key)
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
             pending = pool.submit(_ask, doomed.base_url, key)
-            deadline = time.monotonic() + 5
-            while fresh_live.fakes["paced"].stats()["requests"] == 0:  # it reserved, then called
-                assert time.monotonic() < deadline, "the request never reached the upstream"
-                time.sleep(0.02)
+            # it reserved, then called
+            wait_for(lambda: fresh_live.fakes["paced"].stats()["requests"],
+                     "the request to reach the upstream", 5)  # fmt: skip
             # when the process dies in the middle of the request
             doomed.process.kill()
             doomed.process.wait()

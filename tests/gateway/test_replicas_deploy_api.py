@@ -5,7 +5,6 @@ the other replica's own poll (the default, 1 s) finds it."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 
 from gateway.processes import running_gateway
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -43,14 +43,6 @@ def _chosen(base_url: str, key: str) -> str | None:
     return (answer.json().get("route") or {}).get("model") if answer.status_code == 200 else None
 
 
-def _until(check, what: str, timeout_s: float) -> float:
-    started = time.monotonic()
-    while not check():
-        assert time.monotonic() - started < timeout_s, f"{what}: not within {timeout_s} s"
-        time.sleep(0.02)
-    return time.monotonic() - started
-
-
 def test_d_25_a_deploy_and_a_rollback_through_one_gateway_route_on_the_other(fresh_live):
     # given v1 deployed (acme/tiny) and v2 saved (acme/mini), and a second gateway on the same
     # database with the default snapshot poll
@@ -63,16 +55,18 @@ def test_d_25_a_deploy_and_a_rollback_through_one_gateway_route_on_the_other(fre
     env = {**fresh_live.env, "SWITCHYARD_SNAPSHOT_POLL_S": "1.0"}
     with running_gateway(env) as other:
         other_url = other.base_url
-        _until(lambda: _chosen(other_url, key) == "acme/tiny", "v1 on the other gateway", 5)
+        wait_for(lambda: _chosen(other_url, key) == "acme/tiny", "v1 on the other gateway", 5)
         api = f"{fresh_live.gateway.url}/api/v1/workspaces/replicated/routes/moving"
         admin = {"Authorization": f"Bearer {token}"}
         # when v2 is deployed through the first gateway's management API
         deployed = httpx.post(f"{api}/deploy", json={"version": 2}, headers=admin)
         assert deployed.status_code == 200, deployed.text
         # then the other gateway routes by it within 2 s
-        _until(lambda: _chosen(other_url, key) == "acme/mini", "the deploy", DEADLINE_S)
+        wait_for(lambda: _chosen(other_url, key) == "acme/mini", "the deploy of v2 on the other",
+                 DEADLINE_S)  # fmt: skip
         # when it is rolled back through the first gateway
         rolled = httpx.post(f"{api}/rollback", json={}, headers=admin)
         assert rolled.status_code == 200, rolled.text
         # then the other gateway routes by v1 again within 2 s
-        _until(lambda: _chosen(other_url, key) == "acme/tiny", "the rollback", DEADLINE_S)
+        wait_for(lambda: _chosen(other_url, key) == "acme/tiny", "the rollback to v1 on the other",
+                 DEADLINE_S)  # fmt: skip

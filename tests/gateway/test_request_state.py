@@ -15,6 +15,7 @@ from django.test import AsyncClient
 from prometheus_client import REGISTRY
 
 from gateway.api import chat
+from gateway.request_path import caller as request_clock
 from gateway.request_path import serve
 from gateway.state import runtime
 from gateway.upstream.client import close_client
@@ -130,6 +131,21 @@ def test_a_chat_request_reads_the_wall_clock_once(settings, monkeypatch):
     assert readers == ["gateway.request_path.serve", "gateway.request_path.serve"]
 
 
+class _ClockAhead:
+    """The `time` module as a module sees it, its `perf_counter` (a request's elapsed
+    time, gateway/request_path/caller.py) moved on by `ahead_s`: a slow step, taken at
+    once."""
+
+    def __init__(self) -> None:
+        self.ahead_s = 0.0
+
+    def perf_counter(self) -> float:
+        return time.perf_counter() + self.ahead_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_answer_is_handed_over_before_its_record(settings, monkeypatch):
     # The record step's effects (trace, live samples, counters) run on the loop's next turn,
@@ -139,6 +155,7 @@ def test_the_answer_is_handed_over_before_its_record(settings, monkeypatch):
     traces: list[dict[str, Any]] = []
     answered_at: list[float] = []
     real_apply, real_render = serve.apply, chat.json_response
+    clock = _ClockAhead()
 
     def apply(effects: Any) -> None:
         if effects.traces and answered_at:
@@ -149,7 +166,9 @@ def test_the_answer_is_handed_over_before_its_record(settings, monkeypatch):
     def slow_json_response(payload: dict[str, Any]) -> Any:
         events.append("answered")
         answered_at.append(time.perf_counter())
-        time.sleep(0.3)  # a slow hand-over: not counted in the trace's latency
+        # a slow hand-over (0.3 s pass on the request's clock): not counted in the
+        # trace's latency
+        clock.ahead_s += 0.3
         return real_render(payload)
 
     monkeypatch.setattr(serve, "apply", apply)
@@ -161,6 +180,7 @@ def test_the_answer_is_handed_over_before_its_record(settings, monkeypatch):
             # a first request warms the gateway (a cold one may take longer than the hand-over)
             assert (await _post(client, key, "/v1/chat/completions", body)).status_code == 200
             monkeypatch.setattr(chat, "json_response", slow_json_response)
+            monkeypatch.setattr(request_clock, "time", clock)
             sent_at = time.perf_counter()
             status = (await _post(client, key, "/v1/chat/completions", body)).status_code
             await close_client()

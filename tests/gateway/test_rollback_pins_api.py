@@ -7,7 +7,6 @@ installation), as after a cooldown has expired, so nothing but the pin could mov
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import httpx
@@ -16,6 +15,7 @@ import pytest
 
 from gateway.processes import running_gateway
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -73,13 +73,6 @@ def _version(client: httpx.Client) -> int | None:
     return (answer.json().get("route") or {}).get("version") if answer.status_code == 200 else None
 
 
-def _wait_for_version(client: httpx.Client, version: int, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while _version(client) != version:
-        assert time.monotonic() < deadline, f"v{version} never reached the gateway"
-        time.sleep(0.05)
-
-
 def test_r_bey_4_after_a_rollback_no_session_pin_keeps_the_canary(fresh_live):
     _apply(fresh_live, V1)
     _apply(fresh_live, V2)
@@ -91,7 +84,7 @@ def test_r_bey_4_after_a_rollback_no_session_pin_keeps_the_canary(fresh_live):
             base_url=gateway.base_url, timeout=20, headers={"Authorization": f"Bearer {key}"}
         ) as client,
     ):
-        _wait_for_version(client, 2, 5)
+        wait_for(lambda: _version(client) == 2, "v2 to reach the gateway", 5)
         # given sessions served by the canary (pinned to its endpoint) and by the baseline
         served = {f"pin-{i}": _chat(client, f"pin-{i}") for i in range(16)}
         on_canary = [s for s, (_status, provider) in served.items() if provider == "pricey"]
@@ -101,7 +94,7 @@ def test_r_bey_4_after_a_rollback_no_session_pin_keeps_the_canary(fresh_live):
         fresh_live.fakes["pricey"].set_faults(["status:500"] * 1000)
         for i in range(16):
             _chat(client, f"fail-{i}")
-        _wait_for_version(client, 1, 5)
+        wait_for(lambda: _version(client) == 1, "the guard to roll v2 back to v1", 5)
         # then the canary's sessions go where v1 chooses (the cheapest endpoint), not to
         # the failing endpoint their pin names
         assert [_chat(client, s) for s in on_canary] == [(200, "cheap")] * len(on_canary)

@@ -14,6 +14,7 @@ import pytest
 from gateway.processes import running_gateway
 from gateway.request_path.resolve import MAX_SEED, SEED_HEADER
 from routing.engine.live_window import GROWTH
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -111,17 +112,26 @@ def test_invalid_provider_field_is_a_400_naming_it(fresh_live):
     assert all(fake.stats()["requests"] == 0 for fake in fresh_live.fakes.values())
 
 
-def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live):
-    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}  # balanced: weighted
+@pytest.fixture
+def unrefreshed(fresh_live):
+    """A gateway whose live metrics never refresh while the test runs: the scores a request
+    and its explain see are then the same by construction. On the shared gateway a refresh
+    (every SWITCHYARD_LIVE_ROLLUP_S / 2; on Redis it merges the fleet's numbers) could come
+    between the two and change the inputs the explain scores."""
+    env = fresh_live.own_env(SWITCHYARD_LIVE_ROLLUP_S="3600")
+    with running_gateway(env) as gateway:
+        yield gateway
+
+
+def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live, unrefreshed):
+    # given a workspace that routes by weighted random (balanced) on a gateway whose live
+    # numbers hold still
+    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
     body = {"model": LLAMA, "messages": MESSAGES}
-    # A live-metric refresh (every 2.5 s; on Redis it merges the fleet's numbers) can still
-    # come between a request and its explain, which then scores other numbers: it failed
-    # once in a CI run. Each try is a request and its explain; an explain that is not
-    # deterministic fails all three.
-    for _ in range(3):
-        stored, explained, upstream_calls = _request_and_explain(fresh_live, headers, body)
-        if explained["decisions"][0]["scored"] == stored["scored"]:
-            break
+    # when a request is served and then explained with the seed its trace records
+    stored, explained, upstream_calls = _request_and_explain(
+        fresh_live, unrefreshed.base_url, headers, body
+    )
     # then it is the same decision, and no upstream was called
     assert explained["decisions"][0]["ordered"] == stored["ordered"]
     assert explained["decisions"][0]["scored"] == stored["scored"]
@@ -130,23 +140,22 @@ def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live):
     assert upstream_calls == 0
 
 
-def _request_and_explain(live, headers, body):  # type: ignore[no-untyped-def]
+def _request_and_explain(live, base_url, headers, body):  # type: ignore[no-untyped-def]
     """A real request's stored decision, the explain of the same body with its seed, and
     the upstream calls the explain made."""
-    sent = httpx.post(f"{live.base_url}/chat/completions", headers=headers, json=body)
+    sent = httpx.post(f"{base_url}/chat/completions", headers=headers, json=body)
     trace_id = sent.headers["x-switchyard-trace-id"]
     before = sum(fake.stats()["requests"] for fake in live.fakes.values())
-    # explained at once with its seed (the trace id's, as the trace will say): waiting for
-    # the trace first gave a live-metric refresh time to come in between
+    # explained with its seed: the trace id's, as the trace will say
     seed = uuid.UUID(trace_id).int & MAX_SEED
     response = httpx.post(
-        f"{live.base_url}/routing/explain",
+        f"{base_url}/routing/explain",
         headers={**headers, SEED_HEADER: str(seed)},
         json=body,
     )
     assert response.status_code == 200, response.text
     calls = sum(fake.stats()["requests"] for fake in live.fakes.values()) - before
-    stored = _wait_for_trace(f"{live.base_url}/traces/{trace_id}", headers)
+    stored = _wait_for_trace(f"{base_url}/traces/{trace_id}", headers)
     stored = stored["decision"]["decisions"][0]
     assert stored["seed"] == seed
     return stored, response.json(), calls
@@ -199,15 +208,13 @@ def test_r_api_8_health_reports_live_numbers_per_provider(fresh_live, own_gatewa
 
 
 def _wait_for_trace(url: str, headers: dict[str, str]) -> dict:
-    import time
+    """The trace at `url` once the trace writer has stored it."""
 
-    deadline = time.monotonic() + 5
-    while True:
+    def stored() -> dict | None:
         response = httpx.get(url, headers=headers)
-        if response.status_code == 200:
-            return response.json()
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+        return response.json() if response.status_code == 200 else None
+
+    return wait_for(stored, f"the trace at {url} to be stored", 5)
 
 
 def test_r_mod_2_a_pinned_model_is_never_silently_substituted(client, fresh_live):
@@ -255,18 +262,16 @@ def test_d_2_the_workspace_objective_reweights_the_auto_router(fresh_live, tmp_p
     fresh_live.manage("apply", "-f", str(config))
     headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
     body = {"model": "auto", "messages": MESSAGES}
-    # when the auto router explains a request (the snapshot reloads within its poll)
-    import time
 
-    deadline = time.monotonic() + 5
-    while True:
+    # when the auto router explains a request (the snapshot reloads within its poll)
+    def explained_by_cost() -> dict | None:
         explained = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers,
                                json=body).json()  # fmt: skip
         notes = explained["decisions"][0]["notes"]
-        if any("cost doubles the price weight" in note for note in notes):
-            break
-        assert time.monotonic() < deadline, notes
-        time.sleep(0.1)
+        return explained if any("cost doubles the price weight" in n for n in notes) else None
+
+    explained = wait_for(explained_by_cost, "the objective `cost` to reach the auto router", 5,
+                         interval_s=0.1)  # fmt: skip
     # then the price weight is doubled in every factor table
     weights = {f["weight"] for s in explained["decisions"][0]["scored"] for f in s["factors"]
                if f["name"] == "price"}  # fmt: skip
@@ -289,16 +294,14 @@ def test_r_auto_1_workspace_spend_profile_and_patterns_bound_the_auto_router(fre
     fresh_live.manage("apply", "-f", str(config))
     headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
     body = {"model": "auto", "messages": MESSAGES, "provider": {"sort": "price"}}
-    import time
 
-    deadline = time.monotonic() + 5
-    while True:
+    def decided_without_fallback() -> dict | None:
         decision = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers,
                               json=body).json()["decisions"][0]  # fmt: skip
-        if any("fallback is off" in note for note in decision["notes"]):
-            break
-        assert time.monotonic() < deadline, decision["notes"]
-        time.sleep(0.1)
+        return decision if any("fallback is off" in n for n in decision["notes"]) else None
+
+    decision = wait_for(decided_without_fallback, "the auto router settings to reach the gateway",
+                        5, interval_s=0.1)  # fmt: skip
     rejected = {r["endpoint"]: r["reason"] for r in decision["rejected"]}
     # then claude (3/15 per 1M) is over the premium caps (1/5), tiny is not an allowed pattern
     assert rejected["anthro-sonnet"] == "price_above_cap"

@@ -6,9 +6,8 @@ REDIS_URL (the SQLite run of CI) there is nothing to share and the tests are ski
 from __future__ import annotations
 
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,6 +16,7 @@ import pytest
 import redis
 
 from gateway.processes import GatewayProcess, running_gateway
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.live,
@@ -75,15 +75,6 @@ def _attempt_order(live, gateway: GatewayProcess, **extra: Any) -> list[str]:
     return _post(live, gateway, "/routing/explain", body).json()["attempt_order"]
 
 
-def _eventually(check: Callable[[], bool]) -> bool:
-    deadline = time.monotonic() + PROPAGATION_S
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def test_r_bey_9_a_cooldown_started_on_one_replica_is_honoured_by_the_other(replicas, fresh_live):
     a, b = replicas
     no_pin = {"routing": {"session_affinity": False}}  # only the cooldown may move traffic
@@ -94,7 +85,8 @@ def test_r_bey_9_a_cooldown_started_on_one_replica_is_honoured_by_the_other(repl
     assert _chat(fresh_live, a, **no_pin) == [("cheap", "error"), ("pricey", "ok")]
     # then B tries it last too, without having seen the error itself (R-EXE-3)
     cooled_last = ["pricey-llama", "cheap-llama"]
-    assert _eventually(lambda: _attempt_order(fresh_live, b, **no_pin) == cooled_last)
+    wait_for(lambda: _attempt_order(fresh_live, b, **no_pin) == cooled_last,
+             "A's cooldown of cheap-llama to reach B", PROPAGATION_S)  # fmt: skip
     assert _chat(fresh_live, b, **no_pin) == [("pricey", "ok")]
 
 
@@ -107,7 +99,8 @@ def test_r_bey_9_a_session_pinned_on_one_replica_stays_there_on_the_other(replic
     # when the same session comes to B, which would choose the cheaper one for any other
     assert _attempt_order(fresh_live, b, session_id="s-2")[0] == "cheap-llama"
     # then B keeps the session where A pinned it
-    assert _eventually(lambda: _attempt_order(fresh_live, b, session_id="s-1")[0] == "pricey-llama")
+    wait_for(lambda: _attempt_order(fresh_live, b, session_id="s-1")[0] == "pricey-llama",
+             "A's pin of session s-1 to reach B", PROPAGATION_S)  # fmt: skip
     assert _chat(fresh_live, b, session_id="s-1") == [("pricey", "ok")]
 
 
@@ -120,10 +113,19 @@ def test_r_bey_9_a_hard_tier_pin_set_on_one_replica_is_honoured_by_the_other(rep
                          headers={"X-Session-Id": session})  # fmt: skip
         return response.headers["x-switchyard-tier"], response.headers["x-switchyard-tier-source"]
 
+    def explained_tier(gateway: GatewayProcess, text: str, session: str) -> tuple[str, str]:
+        """The tier explain gives (a dry run: it pins nothing, calls no upstream)."""
+        body = {"model": "normal", "messages": [{"role": "user", "content": text}]}
+        verdict = _post(fresh_live, gateway, "/routing/explain", body,
+                        headers={"X-Session-Id": session}).json()["tier"]  # fmt: skip
+        return verdict["tier"], verdict["source"]
+
     # given a conversation that turned hard on A
     assert tier(a, "Think hard: what is the root cause?", "t-1") == ("hard", "classifier")
     # when it says thanks on B, where an unpinned conversation saying so is easy
     assert tier(b, "thanks!", "t-2") == ("easy", "classifier")
-    # then B keeps it hard (an easy answer pins nothing, so asking again is harmless)
+    # then B keeps it hard, once A's pin has reached it (as B's explain shows)
     pinned = ("hard", "pinned")
-    assert _eventually(lambda: tier(b, "thanks!", "t-1") == pinned)
+    wait_for(lambda: explained_tier(b, "thanks!", "t-1") == pinned,
+             "A's hard tier pin of t-1 to reach B", PROPAGATION_S)  # fmt: skip
+    assert tier(b, "thanks!", "t-1") == pinned

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -68,19 +66,6 @@ def test_r_tier_4_headers_force_or_skip_without_touching_the_pin(fresh_live):
     assert bad.json()["error"]["param"] == "X-Switchyard-Tier"
 
 
-def _wait_for_trace(live, trace_id: str) -> dict:
-    """The trace of a request; traces are flushed every 0.05 s in the live env."""
-    url = f"{live.base_url}/traces/{trace_id}"
-    headers = {"Authorization": f"Bearer {live.keys['acme']}"}
-    deadline = time.monotonic() + 5
-    while True:
-        response = httpx.get(url, headers=headers)
-        if response.status_code == 200:
-            return response.json()
-        assert time.monotonic() < deadline, response.text
-        time.sleep(0.05)
-
-
 def test_r_tier_4_verdict_is_in_the_trace_and_explain(fresh_live):
     # given a request that scores just under the threshold, in a session only this test uses
     session = "verdict-trace-1"
@@ -90,7 +75,7 @@ def test_r_tier_4_verdict_is_in_the_trace_and_explain(fresh_live):
     sent = _post(fresh_live, CODE, session=session)
     assert sent.status_code == 200, sent.text
     # then the trace records the verdict with each signal's detail, as explain showed it
-    trace = _wait_for_trace(fresh_live, sent.headers["x-switchyard-trace-id"])
+    trace = fresh_live.stored_trace(sent.headers["x-switchyard-trace-id"], fresh_live.keys["acme"])
     verdict = trace["decision"].get("tier")
     assert verdict == {
         "alias": "normal",

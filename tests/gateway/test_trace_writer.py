@@ -13,6 +13,7 @@ import pytest
 from audit.models import RequestTrace
 from audit.record import TraceWriter, storable
 from gateway.state.db_thread import close_connections, in_db_thread
+from tests.waiting import until
 from workspaces.models import Workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -81,11 +82,14 @@ def test_a_row_the_database_refuses_is_dropped_alone(writer):
 def test_a_trace_queued_while_a_batch_is_written_is_written_without_more_traffic():
     # given a writer whose insert is slow, and a trace queued while the first batch is
     # being written (the last request of a burst)
+    writing: list[list[str]] = []
     written: list[list[str]] = []
+    inserted = asyncio.Event()  # a batch's insert ends once the test has set it
 
     def slow_insert(func):
         async def run(batch):
-            await asyncio.sleep(0.05)
+            writing.append([fields["id"] for fields in batch])
+            await inserted.wait()
             written.append([fields["id"] for fields in batch])
 
         return run
@@ -94,9 +98,11 @@ def test_a_trace_queued_while_a_batch_is_written_is_written_without_more_traffic
 
     async def burst() -> None:
         writer.record({"id": "first"})
-        await asyncio.sleep(0.03)  # the first flush is writing now
+        await until(lambda: writing, "the first flush writing")
         writer.record({"id": "last"})
-        await asyncio.sleep(0.3)  # and then nothing arrives
+        inserted.set()
+        # and then nothing arrives
+        await until(lambda: not writer.pending(), "every trace queued written")
 
     # when
     asyncio.run(burst())

@@ -28,6 +28,7 @@ from gateway.state.db_thread import close_connections
 from routing.engine.routes.periods import period_bounds
 from tests.live import Live
 from tests.presets.clients import client_as
+from tests.waiting import wait_for
 from workspaces.models import ApiKey, Budget, Policy, RateLimit, SpendEntry, Workspace
 from workspaces.services import create_api_key
 
@@ -597,26 +598,25 @@ def test_r_lim_2_a_budgeted_keys_spending_shows_in_get_budgets(fresh_live: Live)
     key = fresh_live.new_key("acme", name)
     saved = api.post("/budgets", json={"key_name": name, "period": "daily", "usd": 100})
     assert saved.status_code == 201, saved.text
+
     # when a request goes through the key, once the gateway's snapshot has the budget
-    deadline = time.monotonic() + 5
-    while True:
+    def budgeted() -> bool:
         answer = httpx.post(
             f"{fresh_live.base_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
             json={"model": "meta/llama-3.3-70b", "max_tokens": 16,
                   "messages": [{"role": "user", "content": "hi"}]}, timeout=20,
         )  # fmt: skip
         assert answer.status_code == 200, answer.text
-        if "x-switchyard-budget-remaining-usd" in answer.headers:
-            break
-        assert time.monotonic() < deadline, "the budget never reached the gateway"
-        time.sleep(0.1)
+        return "x-switchyard-budget-remaining-usd" in answer.headers
+
+    wait_for(budgeted, "the key's budget to reach the gateway (a budget header)", 5, interval_s=0.1)
+
     # then its spending shows, settled: nothing reserved any more
-    while True:
+    def settled() -> list[dict] | None:
         rows = [b for b in api.get("/budgets").json() if b["key_name"] == name]
         assert len(rows) == 1
-        if rows[0]["spent_usd"] > 0 and rows[0]["reserved_usd"] == 0:
-            break
-        assert time.monotonic() < deadline + 5, rows
-        time.sleep(0.1)
+        return rows if rows[0]["spent_usd"] > 0 and rows[0]["reserved_usd"] == 0 else None
+
+    rows = wait_for(settled, f"GET /budgets to show {name}'s spending, settled", 10, interval_s=0.1)
     assert rows[0]["remaining_usd"] == pytest.approx(100 - rows[0]["spent_usd"])
     assert rows[0]["requests"] >= 1
