@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check k8s-check up clean
+.PHONY: install run test test-profile test-soak test-deep test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check k8s-check up clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -22,8 +22,28 @@ run: migrate
 	$(BIN)/python manage.py bootstrap --demo --key-file var/demo-key
 	$(BIN)/python manage.py rundemo --key-file var/demo-key
 
+# The suite on every core (TEST_WORKERS=auto: 2 here), a file's tests on one worker so its
+# module fixtures start once; random order (pytest-randomly; -p no:randomly to turn it off).
+TEST_WORKERS ?= auto
+XDIST = -n $(TEST_WORKERS) --dist loadfile
+
 test: install
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+# Where the suite's time goes: per module and per cause (tests/profile.py; docs/testing.md).
+test-profile: install
+	$(BIN)/python -m pytest $(XDIST) -p tests.profile --durations=30 $(PYTEST_ARGS)
+
+# The live suites five times in a row, each in a new random order: any failure stops it.
+test-soak: install
+	for run in 1 2 3 4 5; do \
+	  echo "== live run $$run of 5"; \
+	  $(BIN)/python -m pytest $(XDIST) -m live -q $(PYTEST_ARGS) || exit 1; \
+	done
+
+# The property tests at their full example counts (tests/properties.py).
+test-deep: install
+	SWITCHYARD_TEST_DEEP=1 $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -4,6 +4,7 @@ each test starts with the fake upstreams reset."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 
 import openai
@@ -11,6 +12,34 @@ import pytest
 from django.conf import settings
 
 from tests.live import Live, forget_shared_state, live_installation
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on the live installation is `live` whether or not its module says so:
+    `-m "not live"` then leaves out every test that starts a server process.
+
+    Every test gets a node id of its own. schemathesis names its tests by operation
+    (`test_x[POST /v1/messages]`) but gives them all the function's node id, and
+    pytest-xdist schedules by node id: ten of them ran as one. The id takes the name."""
+    for item in items:
+        if "live" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.live)
+        if not item.nodeid.endswith(f"::{item.name}"):
+            _rename(item, f"{item.nodeid.rpartition('::')[0]}::{item.name}")
+    seen = Counter(item.nodeid for item in items)
+    twice = [nodeid for nodeid, count in seen.items() if count > 1]
+    assert not twice, f"tests that share a node id (xdist would run one of them): {twice}"
+
+
+def _rename(item: pytest.Item, nodeid: str) -> None:
+    """pytest has no public way to change a node id; the assertion above catches the day
+    this stops working."""
+    try:
+        from _pytest.nodes import coerce_node_id  # pytest >= 9.1
+    except ImportError:
+        item._nodeid = nodeid
+    else:
+        item._id = coerce_node_id(nodeid)
 
 
 @pytest.fixture(scope="session", autouse=True)

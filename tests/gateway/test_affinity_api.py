@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import time
 
+import httpx
 import openai
 import orjson
 import pytest
 
 from gateway.processes import running_gateway
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
 LLAMA = "meta/llama-3.3-70b"
 LONG = "Summarise the quarterly report we discussed yesterday, please."  # > 1 prompt token
+COOLDOWN_S = 0.3  # the sticky gateway's cooldowns (base and maximum)
 
 
 def _served(
@@ -31,12 +34,26 @@ def _served(
     ]
 
 
+def _cooling(client: openai.OpenAI, endpoint: str) -> bool:
+    """Whether the gateway's next decision notes `endpoint` as in cooldown: a dry run
+    (`/v1/routing/explain`) without a session, which touches no pin."""
+    answer = httpx.post(
+        str(client.base_url.join("routing/explain")),
+        json={"model": LLAMA, "messages": [{"role": "user", "content": "hi"}]},
+        headers={"Authorization": f"Bearer {client.api_key}"},
+        timeout=10,
+    )
+    assert answer.status_code == 200, answer.text
+    notes = [note for d in answer.json()["decisions"] for note in d["notes"]]
+    return any(note.startswith("In cooldown") and endpoint in note for note in notes)
+
+
 @pytest.fixture
 def sticky_client(fresh_live):
     env = fresh_live.own_env(
         SWITCHYARD_SESSION_AFFINITY="true",
-        SWITCHYARD_COOLDOWN_BASE_S="1",
-        SWITCHYARD_COOLDOWN_MAX_S="1",
+        SWITCHYARD_COOLDOWN_BASE_S=str(COOLDOWN_S),
+        SWITCHYARD_COOLDOWN_MAX_S=str(COOLDOWN_S),
     )
     with running_gateway(env) as gateway:
         yield openai.OpenAI(
@@ -54,9 +71,13 @@ def test_r_exe_7_a_session_stays_on_its_target_and_moves_only_on_cooldown(
     assert _served(sticky_client, "s-2") == [("cheap", "ok")]  # another session is not
     # then only a cooldown of its target releases the pin, and it re-pins to the choice
     fresh_live.fakes["pricey"].set_faults(["status:429"])
+    sent = time.monotonic()  # pricey's cooldown starts after this
     assert _served(sticky_client, "s-1") == [("pricey", "error"), ("cheap", "ok")]
     assert _served(sticky_client, "s-1") == [("cheap", "ok")]
-    time.sleep(1.1)  # pricey's cooldown is over, but the session now lives on cheap
+    # pricey's cooldown is over, but the session now lives on cheap
+    wait_for(lambda: not _cooling(sticky_client, "pricey-llama"), "pricey's cooldown to end")
+    cooled = time.monotonic() - sent
+    assert cooled >= COOLDOWN_S, f"pricey cooled for {cooled:.2f} s, not {COOLDOWN_S} s"
     assert _served(sticky_client, "s-1") == [("cheap", "ok")]
 
 

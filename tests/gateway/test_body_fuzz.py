@@ -8,7 +8,6 @@ example count comes from SWITCHYARD_FUZZ_EXAMPLES (default 60) so CI can turn it
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
@@ -21,10 +20,11 @@ from hypothesis import strategies as st
 from gateway.errors import ApiError
 from gateway.request_path.params import STANDARD_PARAMS
 from gateway.request_path.parse import MAX_JSON_DEPTH, read_json, validate_chat
+from tests.properties import fuzz_examples
 
 MODEL = "meta/llama-3.3-70b"
 MAX_BODY_BYTES = 200_000  # what tests/live.py gives the live gateway
-LIVE_EXAMPLES = int(os.environ.get("SWITCHYARD_FUZZ_EXAMPLES", "60"))
+LIVE_EXAMPLES = fuzz_examples(60)
 ERROR_FIELDS = {"message", "type", "code", "param"}
 
 scalars = (

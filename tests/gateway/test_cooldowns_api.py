@@ -1,57 +1,104 @@
 """Cooldowns through a live gateway (SPEC R-EXE-3): a gateway of its own with short
-cooldowns, on the shared installation, so the other tests keep theirs off."""
+cooldowns, on the shared installation, so the other tests keep theirs off.
+
+Whether an endpoint is cooling is read from `POST /v1/routing/explain`, a dry run (no
+upstream call, no effect on routing) whose decision notes name the endpoints in cooldown:
+a test waits for that, never for a fixed time."""
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import openai
 import orjson
 import pytest
 
 from gateway.processes import running_gateway
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
 MESSAGES = [{"role": "user", "content": "hi"}]
+LLAMA = "meta/llama-3.3-70b"
+# The cooling gateway's cooldowns (SWITCHYARD_COOLDOWN_BASE_S / _MAX_S), the maximum well
+# past the base so that a request can come in between the two.
+BASE_S, MAX_S = 0.2, 0.8
+RETRY_AFTER_S = 1.0  # what the shared fakes' 429s carry (fakeupstream/profiles.py)
+# A 429 cools for the base, or the upstream's Retry-After when longer, at most the maximum.
+RATE_LIMITED_S = min(max(BASE_S, RETRY_AFTER_S), MAX_S)
 
 
 def _providers(client: openai.OpenAI) -> list[tuple[str, str]]:
-    raw = client.chat.completions.with_raw_response.create(
-        model="meta/llama-3.3-70b", messages=MESSAGES
-    )
+    raw = client.chat.completions.with_raw_response.create(model=LLAMA, messages=MESSAGES)
     return [
         (a["provider"], a["status"]) for a in orjson.loads(raw.headers["x-switchyard-attempts"])
     ]
 
 
+def _cooling(client: openai.OpenAI, endpoint: str) -> bool:
+    """Whether the gateway would try `endpoint` after the others for being in cooldown."""
+    answer = httpx.post(
+        str(client.base_url.join("routing/explain")),
+        json={"model": LLAMA, "messages": MESSAGES},
+        headers={"Authorization": f"Bearer {client.api_key}"},
+        timeout=10,
+    )
+    assert answer.status_code == 200, answer.text
+    notes = [note for d in answer.json()["decisions"] for note in d["notes"]]
+    return any(note.startswith("In cooldown") and endpoint in note for note in notes)
+
+
+def _wait_until_not_cooling(client: openai.OpenAI, endpoint: str) -> float:
+    """Wait for `endpoint`'s cooldown to end; return the time.monotonic() it was seen over."""
+    wait_for(lambda: not _cooling(client, endpoint), f"the cooldown of {endpoint} to end")
+    return time.monotonic()
+
+
 @pytest.fixture
 def cooling_client(fresh_live):
-    env = fresh_live.own_env(SWITCHYARD_COOLDOWN_BASE_S="1", SWITCHYARD_COOLDOWN_MAX_S="2")
+    env = fresh_live.own_env(
+        SWITCHYARD_COOLDOWN_BASE_S=str(BASE_S), SWITCHYARD_COOLDOWN_MAX_S=str(MAX_S)
+    )
     with running_gateway(env) as gateway:
-        yield openai.OpenAI(
+        client = openai.OpenAI(
             base_url=gateway.base_url, api_key=fresh_live.keys["acme"], max_retries=0
         )
+        # (one request first, so that the tests' own do not pay for warming up the SDK and
+        # the gateway: their timing matters)
+        assert _providers(client) == [("cheap", "ok")]
+        yield client
 
 
 def test_r_exe_3_a_429_moves_traffic_away_for_one_cooldown_and_back(cooling_client, fresh_live):
     # given the preferred (cheapest) endpoint answers one 429
     fresh_live.fakes["cheap"].set_faults(["status:429"])
+    sent = time.monotonic()  # the 429, and so the cooldown's start, come after this
     assert _providers(cooling_client) == [("cheap", "error"), ("pricey", "ok")]
     # then during the cooldown it is not even tried
     assert _providers(cooling_client) == [("pricey", "ok")]
-    # and after the cooldown (1 s) traffic comes back
-    time.sleep(1.1)
+    # and after the cooldown (the Retry-After, capped at the maximum) traffic comes back,
+    # not before
+    over = _wait_until_not_cooling(cooling_client, "cheap-llama")
+    cooled = over - sent
+    assert cooled >= RATE_LIMITED_S, f"cheap cooled for {cooled:.2f} s, not {RATE_LIMITED_S} s"
     assert _providers(cooling_client) == [("cheap", "ok")]
 
 
 def test_r_exe_3_a_dead_key_is_skipped_at_once_for_the_maximum(cooling_client, fresh_live):
     fresh_live.fakes["cheap"].set_faults(["status:401"])
+    sent = time.monotonic()
     assert _providers(cooling_client) == [("cheap", "error"), ("pricey", "ok")]
-    time.sleep(1.1)  # longer than the base: 401 takes the maximum (2 s)
+    answered = time.monotonic()  # the 401, and so the cooldown's start, came before this
+    # longer than the base: 401 takes the maximum
+    wait_for(lambda: time.monotonic() - answered > BASE_S, f"the base ({BASE_S} s) to pass")
     assert _providers(cooling_client) == [("pricey", "ok")]
-    time.sleep(1.0)
+    checked = time.monotonic() - sent
+    assert checked < MAX_S, f"too slow to tell: the check came {checked:.2f} s after the 401"
+    # and it comes back once the maximum has passed, not before
+    over = _wait_until_not_cooling(cooling_client, "cheap-llama")
+    assert over - sent >= MAX_S, f"cheap cooled for {over - sent:.2f} s, not {MAX_S} s"
     assert _providers(cooling_client) == [("cheap", "ok")]
 
 
@@ -61,22 +108,16 @@ def test_r_exe_3_the_cooldown_starts_when_the_attempt_fails_not_when_the_request
     # given a request whose cheap attempt gets a 429 and whose failover is slow (900 ms)
     fresh_live.fakes["cheap"].set_faults(["status:429"])
     fresh_live.fakes["pricey"].set_faults(["latency:900"])
+    pricey = fresh_live.fakes["pricey"]
     with ThreadPoolExecutor(1) as pool:
         first = pool.submit(_providers, cooling_client)
-        _wait_until_served(fresh_live.fakes["cheap"], requests=1)  # its 429 went out …
-        time.sleep(0.2)  # … and reached the gateway; it is still waiting for pricey
+        # its 429 reached the gateway, which failed over: it is waiting for pricey
+        wait_for(lambda: pricey.stats()["in_flight"] == 1, "the failover attempt at pricey")
         # when another request arrives meanwhile
         second = _providers(cooling_client)
         # then it already skips the cooling endpoint
         assert second == [("pricey", "ok")]
         assert first.result() == [("cheap", "error"), ("pricey", "ok")]
-
-
-def _wait_until_served(fake, requests: int, timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while fake.stats()["requests"] < requests:
-        assert time.monotonic() < deadline, "the fake never saw the request"
-        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ exception, which the gateway would answer with a 500. In process, no server."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -13,8 +12,9 @@ from hypothesis import strategies as st
 from gateway.api.messages import parse_messages
 from gateway.api.messages_request import FIELDS
 from gateway.errors import ApiError
+from tests.properties import fuzz_examples
 
-EXAMPLES = int(os.environ.get("SWITCHYARD_FUZZ_EXAMPLES", "300"))
+EXAMPLES = fuzz_examples(300)
 
 scalars = (
     st.none()

@@ -4,7 +4,6 @@ foundation's /healthz)."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 
 from gateway.processes import running_gateway
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -99,8 +99,20 @@ def _routed_key(live: Live, folder: Path) -> str:
     live.manage("apply", "-f", str(config))
     live.manage("route", "deploy", "metered-route", "--workspace", "metered")
     key = live.new_key("metered", "metered-bot")
-    time.sleep(0.3)  # a few snapshot polls: the deploy is in the gateway's snapshot
+    wait_for(lambda: _route_of(live, key) == ("metered-route", 1),
+             "the deploy to be in the gateway's snapshot")  # fmt: skip
     return key
+
+
+def _route_of(live: Live, key: str) -> tuple[str, int] | None:
+    """The route (slug, version) the gateway would walk the key's request by: a dry run
+    (`/v1/routing/explain`), which counts in no metric."""
+    answer = httpx.post(f"{live.base_url}/routing/explain",
+                        json={"model": "meta/llama-3.3-70b", "messages": MESSAGES},
+                        headers={"Authorization": f"Bearer {key}"}, timeout=10)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    route = answer.json()["route"]
+    return None if route is None else (route["slug"], route["version"])
 
 
 def test_r_obs_3_requests_and_attempts_carry_their_route_and_version(fresh_live, tmp_path):

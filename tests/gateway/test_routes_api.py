@@ -4,6 +4,7 @@ attached to keys by name."""
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections import Counter
@@ -13,6 +14,7 @@ import openai
 import pytest
 
 from tests.live import Live
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
 
@@ -68,7 +70,12 @@ def routed(live: Live) -> dict[str, str]:
         live.manage("route", "deploy", slug, "--workspace", "routed")
     names = ("support-bot", "limited-bot", "draft-bot", "switch-bot", "narrow-bot")
     keys = {name: live.new_key("routed", name) for name in names}
-    time.sleep(0.3)  # a few snapshot polls: the deploys are in every worker's snapshot
+    # the deploys are in the gateway's snapshot: each deployed route walks its key's requests
+    for name, slug, model in (("support-bot", "support-routing", "auto"),
+                              ("limited-bot", "limited", "acme/tiny"),
+                              ("switch-bot", "switchable", "meta/llama-3.3-70b"),
+                              ("narrow-bot", "limited", "meta/llama-3.3-70b")):  # fmt: skip
+        _wait_until_routed(live, keys[name], model, (slug, 1), f"{name}'s requests")
     return keys
 
 
@@ -81,6 +88,18 @@ def _explain(live: Live, key: str, body: dict, **headers: str) -> dict:
                         headers={"Authorization": f"Bearer {key}", **headers})  # fmt: skip
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+def _routed_by(live: Live, key: str, model: str) -> tuple[str, int] | None:
+    """The route (slug, version) the gateway's snapshot walks the key's request by, if any:
+    a dry run, which calls no upstream and counts against no limit."""
+    route = _explain(live, key, {"model": model, "messages": MESSAGES})["route"]
+    return None if route is None else (route["slug"], route["version"])
+
+
+def _wait_until_routed(live: Live, key: str, model: str, route: tuple[str, int], what: str) -> None:
+    wait_for(lambda: _routed_by(live, key, model) == route,
+             f"version {route[1]} of {route[0]} to route {what}")  # fmt: skip
 
 
 def test_r_route_1_a_condition_on_metadata_picks_the_model_and_says_why(fresh_live, routed):
@@ -173,28 +192,48 @@ def test_d_25_an_undeployed_route_routes_nothing(fresh_live, routed):
     assert "route" not in reply.model_extra["switchyard"]
 
 
+# The rate_limit node counts the requests of each calendar minute (UTC, as every period of
+# routing/engine/routes/periods.py): the test's three requests must fall in one minute.
+MINUTE_ROOM_S = 2.0
+
+
 def test_d_27_a_rate_limit_node_refuses_with_retry_after(fresh_live, routed):
-    # given the key's two requests of this minute (a fresh minute, so the test is stable)
-    if time.time() % 60 > 55:
-        time.sleep(6)
+    # given the key's two requests of this minute (one with room for all three requests,
+    # waiting for the next to start if this one is nearly over, so the test is stable)
+    wait_for(lambda: 60 - time.time() % 60 > MINUTE_ROOM_S,
+             f"a minute with {MINUTE_ROOM_S} s left", timeout_s=MINUTE_ROOM_S + 5)  # fmt: skip
+    minute_ends = (time.time() // 60 + 1) * 60
     client = _client(fresh_live, routed["limited-bot"])
     for _ in range(2):
         client.chat.completions.create(model="acme/tiny", messages=MESSAGES)
     # when a third comes in the same minute
+    asked = time.time()
     with pytest.raises(openai.RateLimitError) as refused:
         client.chat.completions.create(model="acme/tiny", messages=MESSAGES)
+    answered = time.time()
+    assert answered < minute_ends, "the minute ended before the third request was answered"
     # then the reject node answers, with the seconds until the minute resets
     assert (refused.value.code, refused.value.body["message"]) == (
         "rate_limited", "Over this key's limit.",
     )  # fmt: skip
-    assert 1 <= int(refused.value.response.headers["retry-after"]) <= 60
+    retry_after = int(refused.value.response.headers["retry-after"])
+    assert 1 <= retry_after <= 60
+    assert max(1, math.ceil(minute_ends - answered)) <= retry_after
+    assert retry_after <= math.ceil(minute_ends - asked)
     assert fresh_live.fakes["cheap"].stats()["requests"] == 2
 
 
 def test_r_route_2_a_new_version_deployed_and_rolled_back_reaches_the_gateway(fresh_live, routed):
-    # given a second version of `switchable` that sends everything to acme/mini
-    changed = ROUTES.replace("pick: {type: model, model: acme/tiny}",
-                             "pick: {type: model, model: acme/mini}")  # fmt: skip
+    # given a second version of `switchable` that sends everything to acme/mini, in a file
+    # naming that route alone (`--deploy` deploys each route of the file, and `draft-only`
+    # stays a draft for the other tests, whatever their order)
+    changed = """\
+    routes:
+      - slug: switchable
+        start: pick
+        nodes:
+          pick: {type: model, model: acme/mini}
+"""
     report = _apply(fresh_live, changed, "--deploy")
     assert "updated route routed/switchable: version 2, deployed v2" in report
 
@@ -203,15 +242,8 @@ def test_r_route_2_a_new_version_deployed_and_rolled_back_reaches_the_gateway(fr
         return _explain(fresh_live, routed["switch-bot"], body)["route"]["model"]
 
     # then the gateway routes by it within 2 s
-    _eventually(lambda: served_by() == "acme/mini")
+    wait_for(lambda: served_by() == "acme/mini", "version 2 to route", timeout_s=2.0)
     # when rolled back
     fresh_live.manage("route", "rollback", "switchable", "--workspace", "routed")
     # then the first version routes again within 2 s
-    _eventually(lambda: served_by() == "acme/tiny")
-
-
-def _eventually(check, timeout_s: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, "not within 2 s"
-        time.sleep(0.05)
+    wait_for(lambda: served_by() == "acme/tiny", "version 1 to route again", timeout_s=2.0)

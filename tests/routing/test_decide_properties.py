@@ -20,6 +20,7 @@ from routing.engine.types import (
     ProviderPrefs,
     RoutingRequest,
 )
+from tests.properties import examples
 from tests.routing.builders import NOW, make_request
 
 PROVIDERS = ("prov-a", "prov-b", "prov-c", "prov-d")
@@ -30,7 +31,7 @@ STATUSES = ("active", "degraded", "disabled", "catalog_only")
 CAPABILITIES = ("text", "vision", "tools", "embedding")
 LANGUAGES = ("de", "en", "fr", "it", "es", "pt", "pl")
 TASKS = ("general", "cheap", "code", "retrieval", "multilingual", "tool_use")
-FAST = settings(max_examples=100, deadline=None)
+FAST = settings(max_examples=examples(100), deadline=None)
 
 MAX_CONSTRAINTS = 3  # each constraint rejects a lot: with many at once nothing survives
 
