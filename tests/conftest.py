@@ -1,5 +1,5 @@
-"""Shared fixtures. Live API tests get one installation per session (see tests/live.py);
-each test starts with the fake upstreams reset."""
+"""Shared fixtures. Live API tests get one installation per session (see
+tests/live/installation.py); each test starts with the fake upstreams reset."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import openai
 import pytest
 from django.conf import settings
 
-from tests.live import Live, forget_shared_state, live_installation
+from tests.live.installation import Live, forget_shared_state, live_installation
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -48,7 +48,7 @@ def _own_shared_state_prefix() -> Iterator[None]:
     stores, the rollup's fleet names) go under a prefix of this run's, deleted at its end:
     under the installation's default `switchyard` they outlived the run (session pins,
     budget counters) and would mix with a gateway's on the same Redis. The live
-    installations have their own (tests/live.py)."""
+    installations have their own (tests/live/installation.py)."""
     prefix = f"switchyard-test-{uuid.uuid4().hex[:12]}"
     settings.SHARED_STATE_PREFIX = prefix
     yield

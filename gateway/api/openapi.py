@@ -6,8 +6,8 @@ come from `routing`, so they cannot drift), the response fields clients rely on,
 error envelope (R-API-3); and the Anthropic Messages ingress (R-API-9) with Anthropic's
 bodies, error envelope and the `X-Switchyard-*` headers that carry the routing facts.
 Bodies allow extra fields, as the gateway does: unknown fields pass through to the
-upstream (the Messages paths drop them). `tests/gateway/test_api_schema_fuzz.py` fuzzes
-the live gateway against this description; `tests/gateway/test_openapi_document.py` checks
+upstream (the Messages paths drop them). `tests/live/api/test_api_schema_fuzz.py` fuzzes
+the live gateway against this description; `tests/gateway/api/test_openapi_document.py` checks
 it against the code.
 """
 

@@ -8,7 +8,7 @@ runtime or the clock after that.
 Steps return what they would change as `Effects` (turns taken, pins, tier pins, counters,
 live observations, the trace), and the request path applies them here, with `apply`, as
 each step returns. A dry run (explain) never calls `apply`, so it provably changes nothing
-(tests/gateway/test_request_state.py). The executor's observer (`AttemptObserver`) is the
+(tests/gateway/state/test_request_state.py). The executor's observer (`AttemptObserver`) is the
 one writer that acts during a request: cooldowns must start the moment an attempt fails,
 not when the request ends, so a 429 storm cools an endpoint one failover sooner. An
 attempt made with the workspace's own provider key (BYOK) that the upstream refuses cools

@@ -19,7 +19,7 @@ from tests.browser.test_console_browser import _person, _sign_in
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-    from tests.live import Live
+    from tests.live.installation import Live
 
 pytestmark = pytest.mark.live
 

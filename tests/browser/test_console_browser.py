@@ -18,7 +18,7 @@ from tests.waiting import wait_for
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-    from tests.live import Live
+    from tests.live.installation import Live
 
 pytestmark = pytest.mark.live
 PASSWORD = "browser-test-password"

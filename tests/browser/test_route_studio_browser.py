@@ -21,7 +21,7 @@ from tests.browser.test_console_browser import _person, _sign_in
 from tests.waiting import wait_for
 
 if TYPE_CHECKING:
-    from tests.live import Live
+    from tests.live.installation import Live
 
 pytestmark = pytest.mark.live
 DEADLINE_S = 2.0  # D-25: a deploy is in effect on every replica within 2 s

@@ -26,7 +26,7 @@ from gateway.models import ConfigVersion
 from gateway.state import admission_state
 from gateway.state.db_thread import close_connections
 from routing.engine.routes.periods import period_bounds
-from tests.live import Live
+from tests.live.installation import Live
 from tests.presets.clients import client_as
 from tests.waiting import wait_for
 from workspaces.models import ApiKey, Budget, Policy, RateLimit, SpendEntry, Workspace
