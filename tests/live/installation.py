@@ -160,6 +160,27 @@ class Live:
             timeout_s,
         )
 
+    def explain(
+        self, key: str, body: dict, base_url: str = "", headers: dict[str, str] | None = None
+    ) -> dict:
+        """`POST /v1/routing/explain` (of the shared gateway, or of the one at `base_url`):
+        the decision a request would get, a dry run that changes no state (D-21)."""
+        response = httpx.post(
+            f"{base_url or self.base_url}/routing/explain",
+            json=body,
+            headers={"Authorization": f"Bearer {key}", **(headers or {})},
+            timeout=10,
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def cooling(self, key: str, model: str, endpoint: str, base_url: str = "") -> bool:
+        """Whether the gateway would try `endpoint` after the others for being in cooldown:
+        read from explain's decision notes, with no session (which touches no pin)."""
+        body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+        notes = [n for d in self.explain(key, body, base_url)["decisions"] for n in d["notes"]]
+        return any(note.startswith("In cooldown") and endpoint in note for note in notes)
+
     def stored_trace(
         self, trace_id: str, key: str, base_url: str = "", timeout_s: float = 10
     ) -> dict:

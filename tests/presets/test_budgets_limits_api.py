@@ -5,8 +5,8 @@ budgets` creates or replaces one scope's budget of a period; `limits` are set on
 at a time; a key shows and takes the budget and limits of its name. Every write is
 audited and reloads the gateways; a refused request writes nothing.
 
-In-process tests pin the in-process store (its counters rebuild from the ledger rows the
-tests write); the live test reads whichever store the installation's database implies."""
+The tests pin the in-process store (its counters rebuild from the ledger rows the tests
+write); a live key's spending in `GET budgets` is in tests/live/admission/test_budgets_api.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-import httpx
 import pytest
 from asgiref.sync import async_to_sync
 
@@ -26,9 +25,7 @@ from gateway.models import ConfigVersion
 from gateway.state import admission_state
 from gateway.state.db_thread import close_connections
 from routing.engine.routes.periods import period_bounds
-from tests.live.installation import Live
 from tests.presets.clients import client_as
-from tests.waiting import wait_for
 from workspaces.models import ApiKey, Budget, Policy, RateLimit, SpendEntry, Workspace
 from workspaces.services import create_api_key
 
@@ -582,41 +579,3 @@ def test_r_key_1_a_rename_onto_a_name_with_budgets_of_its_own_is_refused(acme, o
     assert budgets() == [("bot", "daily", 1, []), ("taken", "daily", 2, [])]
     assert events("budget.") == []
     assert events("api_key.update") == []
-
-
-# Live: a request's spending ----------------------------------------------------------
-
-
-@pytest.mark.live
-def test_r_lim_2_a_budgeted_keys_spending_shows_in_get_budgets(fresh_live: Live):
-    # given a key with a budget of its name, set through the API of a running gateway
-    name = f"budgeted-{uuid.uuid4().hex[:8]}"
-    token = fresh_live.manage("createtoken", "--workspace", "acme", "--role", "admin",
-                              "--name", f"{name}-token").strip()  # fmt: skip
-    api = httpx.Client(base_url=f"{fresh_live.gateway.url}{WS}",
-                       headers={"Authorization": f"Bearer {token}"}, timeout=10)  # fmt: skip
-    key = fresh_live.new_key("acme", name)
-    saved = api.post("/budgets", json={"key_name": name, "period": "daily", "usd": 100})
-    assert saved.status_code == 201, saved.text
-
-    # when a request goes through the key, once the gateway's snapshot has the budget
-    def budgeted() -> bool:
-        answer = httpx.post(
-            f"{fresh_live.base_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
-            json={"model": "meta/llama-3.3-70b", "max_tokens": 16,
-                  "messages": [{"role": "user", "content": "hi"}]}, timeout=20,
-        )  # fmt: skip
-        assert answer.status_code == 200, answer.text
-        return "x-switchyard-budget-remaining-usd" in answer.headers
-
-    wait_for(budgeted, "the key's budget to reach the gateway (a budget header)", 5, interval_s=0.1)
-
-    # then its spending shows, settled: nothing reserved any more
-    def settled() -> list[dict] | None:
-        rows = [b for b in api.get("/budgets").json() if b["key_name"] == name]
-        assert len(rows) == 1
-        return rows if rows[0]["spent_usd"] > 0 and rows[0]["reserved_usd"] == 0 else None
-
-    rows = wait_for(settled, f"GET /budgets to show {name}'s spending, settled", 10, interval_s=0.1)
-    assert rows[0]["remaining_usd"] == pytest.approx(100 - rows[0]["spent_usd"])
-    assert rows[0]["requests"] >= 1

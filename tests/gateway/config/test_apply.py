@@ -27,7 +27,7 @@ from routing.models import Endpoint, Model, Provider, VirtualModel
 from workspaces.models import Policy, ProviderCredential, Workspace
 from workspaces.secrets import DecryptionError, Sealed, owner_aad, unseal
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "switchyard.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "switchyard.yaml"
 SECRETS = {"GROQ_API_KEY": "gsk-managed-1", "MISTRAL_API_KEY": "mk-managed-2"} | {
     "ACME_GROQ_KEY": "gsk-acme-byok-3"
 }

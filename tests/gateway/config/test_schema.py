@@ -14,7 +14,7 @@ import yaml
 from gateway.config.apply import vocabulary
 from gateway.config.schema import ConfigError, Existing, parse_config
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "switchyard.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "switchyard.yaml"
 EXAMPLE_ENV = {"GROQ_API_KEY": "gsk-managed", "MISTRAL_API_KEY": "mk-managed"} | {
     "ACME_GROQ_KEY": "gsk-acme-byok"
 }

@@ -75,14 +75,3 @@ def test_the_upstream_chunk_id_and_created_are_remembered_from_the_first_chunk()
     translator = StreamTranslator(model="meta/llama-3.3-70b", upstream_model="llama-up")
     translator.feed(TRANSCRIPT)
     assert (translator.chunk_id, translator.created) == ("c1", 1)
-
-
-@pytest.mark.live
-@pytest.mark.parametrize("model", ["meta/llama-3.3-70b", "anthropic/claude-sonnet-4"])
-def test_every_chunk_of_a_stream_has_one_id_the_switchyard_chunk_included(client, model):
-    chunks = list(client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "hi"}], stream=True
-    ))  # fmt: skip
-    assert "switchyard" in chunks[-1].model_extra
-    assert len({c.id for c in chunks}) == 1
-    assert len({c.created for c in chunks}) == 1

@@ -1,8 +1,9 @@
 """Budgets through a live gateway (SPEC R-POL-2, R-LIM-2, R-BEY-8, D-28): a request
 reserves its worst case before the first attempt and settles to its cost; concurrent
 requests cannot overspend; an exhausted budget is 402 before any upstream call; every
-response says what remains. The shared gateway runs the store its database implies (this
-process on SQLite; PostgreSQL, or Redis when REDIS_URL is set, in CI's second pass).
+response says what remains, and `GET budgets` shows a key's spending once settled. The
+shared gateway runs the store its database implies (this process on SQLite; PostgreSQL,
+or Redis when REDIS_URL is set, in CI's second pass).
 
 A model of its own on the paced fake (20 tokens at 40 tokens/s: half a second a request),
 so the concurrent requests of a race are all in flight before the first one settles, and
@@ -13,6 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 import shutil
 import subprocess
+import uuid
 from decimal import Decimal
 
 import httpx
@@ -22,6 +24,7 @@ import pytest
 from fakeupstream.process import free_port
 from gateway.processes import running_gateway
 from tests.live.installation import Live
+from tests.presets.test_budgets_limits_api import WS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
@@ -245,3 +248,37 @@ def _post(base_url: str, key: str, model: str) -> httpx.Response:
     return httpx.post(f"{base_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
                       json={"model": model, "messages": PROMPT, "max_tokens": 5},
                       timeout=20)  # fmt: skip
+
+
+def test_r_lim_2_a_budgeted_keys_spending_shows_in_get_budgets(fresh_live: Live):
+    # given a key with a budget of its name, set through the API of a running gateway
+    name = f"budgeted-{uuid.uuid4().hex[:8]}"
+    token = fresh_live.manage("createtoken", "--workspace", "acme", "--role", "admin",
+                              "--name", f"{name}-token").strip()  # fmt: skip
+    api = httpx.Client(base_url=f"{fresh_live.gateway.url}{WS}",
+                       headers={"Authorization": f"Bearer {token}"}, timeout=10)  # fmt: skip
+    key = fresh_live.new_key("acme", name)
+    saved = api.post("/budgets", json={"key_name": name, "period": "daily", "usd": 100})
+    assert saved.status_code == 201, saved.text
+
+    # when a request goes through the key, once the gateway's snapshot has the budget
+    def budgeted() -> bool:
+        answer = httpx.post(
+            f"{fresh_live.base_url}/chat/completions", headers={"Authorization": f"Bearer {key}"},
+            json={"model": "meta/llama-3.3-70b", "max_tokens": 16,
+                  "messages": [{"role": "user", "content": "hi"}]}, timeout=20,
+        )  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return "x-switchyard-budget-remaining-usd" in answer.headers
+
+    wait_for(budgeted, "the key's budget to reach the gateway (a budget header)", 5, interval_s=0.1)
+
+    # then its spending shows, settled: nothing reserved any more
+    def settled() -> list[dict] | None:
+        rows = [b for b in api.get("/budgets").json() if b["key_name"] == name]
+        assert len(rows) == 1
+        return rows if rows[0]["spent_usd"] > 0 and rows[0]["reserved_usd"] == 0 else None
+
+    rows = wait_for(settled, f"GET /budgets to show {name}'s spending, settled", 10, interval_s=0.1)
+    assert rows[0]["remaining_usd"] == pytest.approx(100 - rows[0]["spent_usd"])
+    assert rows[0]["requests"] >= 1

@@ -201,3 +201,13 @@ def test_d_12_logs_hold_no_secrets_or_content(client, fresh_live):
     for secret in [*fresh_live.keys.values(), "upstream-secret-key", "sk-sy-in-a-query-string",
                    "Say hello", "fake reply"]:  # fmt: skip
         assert secret not in log
+
+
+@pytest.mark.parametrize("model", ["meta/llama-3.3-70b", "anthropic/claude-sonnet-4"])
+def test_every_chunk_of_a_stream_has_one_id_the_switchyard_chunk_included(client, model):
+    chunks = list(client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+    ))  # fmt: skip
+    assert "switchyard" in chunks[-1].model_extra
+    assert len({c.id for c in chunks}) == 1
+    assert len({c.created for c in chunks}) == 1

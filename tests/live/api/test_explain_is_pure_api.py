@@ -24,13 +24,8 @@ def _served(client: openai.OpenAI, model: str) -> str:
 
 
 def _explained_first(live, model: str) -> str:
-    response = httpx.post(
-        f"{live.base_url}/routing/explain",
-        headers={"Authorization": f"Bearer {live.keys['acme']}"},
-        json={"model": model, "messages": [{"role": "user", "content": "hi"}]},
-    )
-    assert response.status_code == 200, response.text
-    return response.json()["attempt_order"][0]
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    return live.explain(live.keys["acme"], body)["attempt_order"][0]
 
 
 def _routing_samples(live) -> list[str]:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from gateway.processes import running_gateway
+from tests.live.installation import Live
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
@@ -35,13 +36,10 @@ def _requests(base: str) -> dict[str, int]:
     return {name: int(shown["requests"]) for name, shown in providers.items()}
 
 
-def _first_choice(base: str, key: str) -> str:
+def _first_choice(live: Live, base: str, key: str) -> str:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}],
             "provider": {"sort": "latency"}}  # fmt: skip
-    response = httpx.post(f"{base}/routing/explain", json=body,
-                          headers={"Authorization": f"Bearer {key}"}, timeout=10)  # fmt: skip
-    assert response.status_code == 200, response.text
-    return str(response.json()["decisions"][0]["ordered"][0])
+    return str(live.explain(key, body, base_url=base)["decisions"][0]["ordered"][0])
 
 
 def _within(seconds: float, read, wanted) -> float:
@@ -85,7 +83,9 @@ def test_r_obs_2_a_provider_slowed_10x_moves_the_routers_of_both_workers(fresh_l
         _chat(two_workers, key, "cheap")
     for _ in range(4):
         _chat(two_workers, key, "pricey")
-    took = _within(6 * ROLLUP_S, lambda: _first_choice(two_workers, key), "pricey-llama")
+    took = _within(
+        6 * ROLLUP_S, lambda: _first_choice(fresh_live, two_workers, key), "pricey-llama"
+    )
     log.info("both workers' routers moved %.2f s after the slow requests", took)
 
 

@@ -107,11 +107,7 @@ def _routed_key(live: Live, folder: Path) -> str:
 def _route_of(live: Live, key: str) -> tuple[str, int] | None:
     """The route (slug, version) the gateway would walk the key's request by: a dry run
     (`/v1/routing/explain`), which counts in no metric."""
-    answer = httpx.post(f"{live.base_url}/routing/explain",
-                        json={"model": "meta/llama-3.3-70b", "messages": MESSAGES},
-                        headers={"Authorization": f"Bearer {key}"}, timeout=10)  # fmt: skip
-    assert answer.status_code == 200, answer.text
-    route = answer.json()["route"]
+    route = live.explain(key, {"model": "meta/llama-3.3-70b", "messages": MESSAGES})["route"]
     return None if route is None else (route["slug"], route["version"])
 
 

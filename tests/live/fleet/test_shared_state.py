@@ -72,7 +72,7 @@ def _chat(live, gateway: GatewayProcess, **extra: Any) -> list[tuple[str, str]]:
 def _attempt_order(live, gateway: GatewayProcess, **extra: Any) -> list[str]:
     """The endpoints the gateway would try, in order (explain: no upstream call, no write)."""
     body = {"model": LLAMA, "messages": [{"role": "user", "content": "hi"}], **extra}
-    return _post(live, gateway, "/routing/explain", body).json()["attempt_order"]
+    return live.explain(live.keys["acme"], body, base_url=gateway.base_url)["attempt_order"]
 
 
 def test_r_bey_9_a_cooldown_started_on_one_replica_is_honoured_by_the_other(replicas, fresh_live):
@@ -116,8 +116,8 @@ def test_r_bey_9_a_hard_tier_pin_set_on_one_replica_is_honoured_by_the_other(rep
     def explained_tier(gateway: GatewayProcess, text: str, session: str) -> tuple[str, str]:
         """The tier explain gives (a dry run: it pins nothing, calls no upstream)."""
         body = {"model": "normal", "messages": [{"role": "user", "content": text}]}
-        verdict = _post(fresh_live, gateway, "/routing/explain", body,
-                        headers={"X-Session-Id": session}).json()["tier"]  # fmt: skip
+        verdict = fresh_live.explain(fresh_live.keys["acme"], body, base_url=gateway.base_url,
+                                     headers={"X-Session-Id": session})["tier"]  # fmt: skip
         return verdict["tier"], verdict["source"]
 
     # given a conversation that turned hard on A

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-import httpx
 import openai
 import orjson
 import pytest
@@ -32,20 +31,6 @@ def _served(
     return [
         (a["provider"], a["status"]) for a in orjson.loads(raw.headers["x-switchyard-attempts"])
     ]
-
-
-def _cooling(client: openai.OpenAI, endpoint: str) -> bool:
-    """Whether the gateway's next decision notes `endpoint` as in cooldown: a dry run
-    (`/v1/routing/explain`) without a session, which touches no pin."""
-    answer = httpx.post(
-        str(client.base_url.join("routing/explain")),
-        json={"model": LLAMA, "messages": [{"role": "user", "content": "hi"}]},
-        headers={"Authorization": f"Bearer {client.api_key}"},
-        timeout=10,
-    )
-    assert answer.status_code == 200, answer.text
-    notes = [note for d in answer.json()["decisions"] for note in d["notes"]]
-    return any(note.startswith("In cooldown") and endpoint in note for note in notes)
 
 
 @pytest.fixture
@@ -75,7 +60,9 @@ def test_r_exe_7_a_session_stays_on_its_target_and_moves_only_on_cooldown(
     assert _served(sticky_client, "s-1") == [("pricey", "error"), ("cheap", "ok")]
     assert _served(sticky_client, "s-1") == [("cheap", "ok")]
     # pricey's cooldown is over, but the session now lives on cheap
-    wait_for(lambda: not _cooling(sticky_client, "pricey-llama"), "pricey's cooldown to end")
+    base_url = str(sticky_client.base_url).rstrip("/")
+    wait_for(lambda: not fresh_live.cooling(sticky_client.api_key, LLAMA, "pricey-llama", base_url),
+             "pricey's cooldown to end")  # fmt: skip
     cooled = time.monotonic() - sent
     assert cooled >= COOLDOWN_S, f"pricey cooled for {cooled:.2f} s, not {COOLDOWN_S} s"
     assert _served(sticky_client, "s-1") == [("cheap", "ok")]

@@ -83,11 +83,7 @@ def test_r_auto_2_a_failing_classifier_falls_back_to_the_local_verdict(fresh_liv
 
 
 def test_r_auto_3_explain_shows_the_ranking_without_calling_the_classifier(fresh_live):
-    response = httpx.post(
-        f"{fresh_live.base_url}/routing/explain", headers=_headers(fresh_live), json=BODY
-    )
-    assert response.status_code == 200, response.text
-    explained = response.json()
+    explained = fresh_live.explain(fresh_live.keys["autoclf"], BODY)
     assert explained["auto"]["classifier"]["outcome"] == "not_called_in_explain"
     assert explained["auto"]["workload"]["source"] == "local"
     ranking = explained["decisions"][0]["auto_ranking"]

@@ -5,7 +5,6 @@ routing (the auto router's candidates are chat models) can reach its endpoint.""
 
 from __future__ import annotations
 
-import httpx
 import openai
 import pytest
 
@@ -67,11 +66,10 @@ def test_d_22_a_class_the_policy_does_not_allow_is_403_before_routing(fresh_live
 
 def test_d_22_explain_shows_the_request_class(fresh_live, classified):
     # when
-    explained = httpx.post(
-        f"{fresh_live.base_url}/routing/explain",
-        headers={"Authorization": f"Bearer {classified.api_key}", HEADER: "public"},
-        json={"model": "meta/llama-3.3-70b", "messages": [{"role": "user", "content": "hi"}]},
+    explained = fresh_live.explain(
+        classified.api_key,
+        {"model": "meta/llama-3.3-70b", "messages": [{"role": "user", "content": "hi"}]},
+        headers={HEADER: "public"},
     )
     # then
-    assert explained.status_code == 200
-    assert explained.json()["request"]["data_class"] == "public"
+    assert explained["request"]["data_class"] == "public"

@@ -49,14 +49,6 @@ def _attempts(response: httpx.Response) -> list[tuple[str, str]]:
     return [(a["provider"], a["status"]) for a in attempts]
 
 
-def _explain(gateway, key: str, body: dict) -> dict:
-    response = httpx.post(
-        f"{gateway.base_url}/routing/explain", headers={"Authorization": f"Bearer {key}"}, json=body
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def test_an_explicit_provider_order_is_tried_before_the_session_pin(sticky, fresh_live):
     # given a session kept on the dearer endpoint (its first request allowed only pricey)
     key = fresh_live.keys["acme"]
@@ -72,11 +64,12 @@ def test_an_explicit_provider_order_is_tried_before_the_session_pin(sticky, fres
     assert served.json()["switchyard"]["provider"] == "cheap"
     trace = fresh_live.stored_trace(served.headers["x-switchyard-trace-id"], key, sticky.base_url)
     assert _note(["cheap", "pricey"]) in trace["decision"]["decisions"][0]["notes"]
-    explained = _explain(sticky, key, ordered)
+    explained = fresh_live.explain(key, ordered, base_url=sticky.base_url)
     assert explained["attempt_order"] == ["cheap-llama", "pricey-llama"]
     assert _note(["cheap", "pricey"]) in explained["decisions"][0]["notes"]
     # and the session's own pin is left as it was for its requests without an order
-    assert _explain(sticky, key, _body(opening))["attempt_order"][0] == "pricey-llama"
+    kept = fresh_live.explain(key, _body(opening), base_url=sticky.base_url)
+    assert kept["attempt_order"][0] == "pricey-llama"
     assert _attempts(_chat(sticky, key, _body(opening))) == [("pricey", "ok")]
 
 

@@ -83,17 +83,10 @@ def _client(live: Live, key: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=live.base_url, api_key=key, max_retries=0, timeout=20)
 
 
-def _explain(live: Live, key: str, body: dict, **headers: str) -> dict:
-    answer = httpx.post(f"{live.base_url}/routing/explain", json=body,
-                        headers={"Authorization": f"Bearer {key}", **headers})  # fmt: skip
-    assert answer.status_code == 200, answer.text
-    return answer.json()
-
-
 def _routed_by(live: Live, key: str, model: str) -> tuple[str, int] | None:
     """The route (slug, version) the gateway's snapshot walks the key's request by, if any:
     a dry run, which calls no upstream and counts against no limit."""
-    route = _explain(live, key, {"model": model, "messages": MESSAGES})["route"]
+    route = live.explain(key, {"model": model, "messages": MESSAGES})["route"]
     return None if route is None else (route["slug"], route["version"])
 
 
@@ -137,8 +130,8 @@ def test_r_route_1_a_split_keeps_each_session_on_its_branch_in_its_shares(fresh_
     ends = Counter()
     for index in range(200):
         session = f"session-{index}"
-        first = _explain(fresh_live, routed["support-bot"], body, **{"X-Session-Id": session})
-        again = _explain(fresh_live, routed["support-bot"], body, **{"X-Session-Id": session})
+        first = fresh_live.explain(routed["support-bot"], body, headers={"X-Session-Id": session})
+        again = fresh_live.explain(routed["support-bot"], body, headers={"X-Session-Id": session})
         assert first["route"]["terminal"] == again["route"]["terminal"]
         ends[first["route"]["terminal"]] += 1
     # then the 90/10 split holds (binomial: 20 expected, 5 sigma is about 21; the engine's
@@ -153,8 +146,8 @@ def test_r_route_1_a_model_node_narrows_the_providers(fresh_live, routed):
     body = {"model": "support-anything", "messages": MESSAGES}
     session = next(
         s for s in (f"s{i}" for i in range(100))
-        if _explain(fresh_live, routed["support-bot"], body,
-                    **{"X-Session-Id": s})["route"]["terminal"] == "small"
+        if fresh_live.explain(routed["support-bot"], body,
+                              headers={"X-Session-Id": s})["route"]["terminal"] == "small"
     )  # fmt: skip
     reply = _client(fresh_live, routed["support-bot"]).chat.completions.create(
         model="support-anything", messages=MESSAGES, extra_headers={"X-Session-Id": session}
@@ -239,7 +232,7 @@ def test_r_route_2_a_new_version_deployed_and_rolled_back_reaches_the_gateway(fr
 
     def served_by() -> str:
         body = {"model": "meta/llama-3.3-70b", "messages": MESSAGES}
-        return _explain(fresh_live, routed["switch-bot"], body)["route"]["model"]
+        return fresh_live.explain(routed["switch-bot"], body)["route"]["model"]
 
     # then the gateway routes by it within 2 s
     wait_for(lambda: served_by() == "acme/mini", "version 2 to route", timeout_s=2.0)

@@ -126,11 +126,10 @@ def unrefreshed(fresh_live):
 def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live, unrefreshed):
     # given a workspace that routes by weighted random (balanced) on a gateway whose live
     # numbers hold still
-    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
     body = {"model": LLAMA, "messages": MESSAGES}
     # when a request is served and then explained with the seed its trace records
     stored, explained, upstream_calls = _request_and_explain(
-        fresh_live, unrefreshed.base_url, headers, body
+        fresh_live, unrefreshed.base_url, fresh_live.keys["other"], body
     )
     # then it is the same decision, and no upstream was called
     assert explained["decisions"][0]["ordered"] == stored["ordered"]
@@ -140,25 +139,21 @@ def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live, unr
     assert upstream_calls == 0
 
 
-def _request_and_explain(live, base_url, headers, body):  # type: ignore[no-untyped-def]
+def _request_and_explain(live, base_url, key, body):  # type: ignore[no-untyped-def]
     """A real request's stored decision, the explain of the same body with its seed, and
     the upstream calls the explain made."""
+    headers = {"Authorization": f"Bearer {key}"}
     sent = httpx.post(f"{base_url}/chat/completions", headers=headers, json=body)
     trace_id = sent.headers["x-switchyard-trace-id"]
     before = sum(fake.stats()["requests"] for fake in live.fakes.values())
     # explained with its seed: the trace id's, as the trace will say
     seed = uuid.UUID(trace_id).int & MAX_SEED
-    response = httpx.post(
-        f"{base_url}/routing/explain",
-        headers={**headers, SEED_HEADER: str(seed)},
-        json=body,
-    )
-    assert response.status_code == 200, response.text
+    explained = live.explain(key, body, base_url=base_url, headers={SEED_HEADER: str(seed)})
     calls = sum(fake.stats()["requests"] for fake in live.fakes.values()) - before
     stored = _wait_for_trace(f"{base_url}/traces/{trace_id}", headers)
     stored = stored["decision"]["decisions"][0]
     assert stored["seed"] == seed
-    return stored, response.json(), calls
+    return stored, explained, calls
 
 
 @pytest.fixture
@@ -260,13 +255,11 @@ def test_d_2_the_workspace_objective_reweights_the_auto_router(fresh_live, tmp_p
     config.write_text("workspaces:\n  - slug: other\n    name: Other\n"
                       "    auto_router: {objective: cost}\n")  # fmt: skip
     fresh_live.manage("apply", "-f", str(config))
-    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
     body = {"model": "auto", "messages": MESSAGES}
 
     # when the auto router explains a request (the snapshot reloads within its poll)
     def explained_by_cost() -> dict | None:
-        explained = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers,
-                               json=body).json()  # fmt: skip
+        explained = fresh_live.explain(fresh_live.keys["other"], body)
         notes = explained["decisions"][0]["notes"]
         return explained if any("cost doubles the price weight" in n for n in notes) else None
 
@@ -292,12 +285,10 @@ def test_r_auto_1_workspace_spend_profile_and_patterns_bound_the_auto_router(fre
         "      fallback: false\n"
     )
     fresh_live.manage("apply", "-f", str(config))
-    headers = {"Authorization": f"Bearer {fresh_live.keys['other']}"}
     body = {"model": "auto", "messages": MESSAGES, "provider": {"sort": "price"}}
 
     def decided_without_fallback() -> dict | None:
-        decision = httpx.post(f"{fresh_live.base_url}/routing/explain", headers=headers,
-                              json=body).json()["decisions"][0]  # fmt: skip
+        decision = fresh_live.explain(fresh_live.keys["other"], body)["decisions"][0]
         return decision if any("fallback is off" in n for n in decision["notes"]) else None
 
     decision = wait_for(decided_without_fallback, "the auto router settings to reach the gateway",

@@ -12,9 +12,9 @@ CODE = [{"role": "user", "content": "```py\nx = 1\n```"}]  # code +3: easy, one 
 HARD = [{"role": "user", "content": "Think hard: what is the root cause?"}]  # keyword +4
 
 
-def _post(live, messages, headers=None, session="s-1", path="/chat/completions", **extra):
+def _post(live, messages, headers=None, session="s-1", **extra):
     return httpx.post(
-        f"{live.base_url}{path}",
+        f"{live.base_url}/chat/completions",
         headers={
             "Authorization": f"Bearer {live.keys['acme']}",
             "X-Session-Id": session,
@@ -69,8 +69,8 @@ def test_r_tier_4_headers_force_or_skip_without_touching_the_pin(fresh_live):
 def test_r_tier_4_verdict_is_in_the_trace_and_explain(fresh_live):
     # given a request that scores just under the threshold, in a session only this test uses
     session = "verdict-trace-1"
-    explained = _post(fresh_live, CODE, session=session, path="/routing/explain")
-    assert explained.status_code == 200, explained.text
+    body = {"model": "normal", "messages": CODE, "max_tokens": 5}
+    explained = fresh_live.explain(fresh_live.keys["acme"], body, headers={"X-Session-Id": session})
     # when it is sent for real
     sent = _post(fresh_live, CODE, session=session)
     assert sent.status_code == 200, sent.text
@@ -85,7 +85,7 @@ def test_r_tier_4_verdict_is_in_the_trace_and_explain(fresh_live):
         "source": "classifier",
         "signals": [{"name": "code", "points": 3, "detail": "fenced code block in message 1"}],
     }
-    assert explained.json()["tier"] == verdict
+    assert explained["tier"] == verdict
     # and the response headers carry the same verdict (reasons: names and points only)
     assert {
         name: sent.headers[f"x-switchyard-tier{name}"]
