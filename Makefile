@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: install run test test-profile test-soak test-deep test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check k8s-check up clean
+.PHONY: install run test test-profile test-soak test-deep test-postgres lint fmt migrate bench bench-flood bench-unknown-keys bench-instructions bench-trees simulate smart-sample fakeupstream worker image-check k8s-check rollout-test up clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -96,6 +96,12 @@ image-check: install
 # Every kustomize overlay rendered and validated against a pinned Kubernetes (docs/kubernetes.md).
 k8s-check: install
 	$(BIN)/python deploy/check_manifests.py
+
+# A rolling restart under load: three replicas on PostgreSQL and Redis behind HAProxy
+# (apt-get install haproxy), each drained and started again, a route deployed half way
+# (deploy/rollout.py; ROLLOUT_ARGS, e.g. --seconds 20 in CI; docs/deployment.md).
+rollout-test: install
+	$(BIN)/python -m deploy.rollout $(ROLLOUT_ARGS)
 
 up:
 	docker compose up -d postgres redis

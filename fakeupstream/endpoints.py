@@ -143,7 +143,7 @@ def _build_reply(ex: Exchange, first_message: Any, id_prefix: str, call_prefix: 
     ignore_format = ex.fault is not None and ex.fault.kind is FaultKind.IGNORE_FORMAT
     if tool_call is None and schema is not None and not ignore_format:
         tokens = json_tokens(instance_json(schema))
-    return Reply(
+    reply = Reply(
         id=state.next_id(id_prefix),
         model=body["model"],
         created_s=int(time.time()),
@@ -152,3 +152,5 @@ def _build_reply(ex: Exchange, first_message: Any, id_prefix: str, call_prefix: 
         prompt_tokens=prompt_tokens,
         cached_tokens=state.cached_tokens(prompt_tokens, first_message),
     )
+    state.count_usage(body.get("user"), reply.prompt_tokens, reply.completion_tokens)
+    return reply

@@ -42,12 +42,21 @@ class ServerState:
         self.echo = False  # POST /_fake/echo: error answers quote the credential and prompt
         self.in_flight = 0  # /v1 handlers running now (a stream runs until its end)
         self.cancelled = 0  # handlers cut short because the client closed the connection
+        # The usage each reply reported, by the request's `user` field: what a gateway's
+        # ledger must add up to (deploy/rollout.py).
+        self.usage_by_user: dict[str, Counter[str]] = {}
 
     def record(self, request: Request) -> None:
         """Count a /v1 request and keep it as the last one (redacted only when read)."""
         self.requests += 1
         self.by_path[request.path] += 1
         self.last_request = request
+
+    def count_usage(self, user: object, prompt_tokens: int, completion_tokens: int) -> None:
+        if isinstance(user, str):
+            usage = self.usage_by_user.setdefault(user, Counter())
+            usage.update(requests=1, prompt_tokens=prompt_tokens,
+                         completion_tokens=completion_tokens)  # fmt: skip
 
     def next_id(self, prefix: str) -> str:
         """`prefix` plus a per-process counter: unique, and the same from run to run."""
@@ -84,6 +93,7 @@ class ServerState:
             "in_flight": self.in_flight,
             "cancelled": self.cancelled,
             "echo": self.echo,
+            "usage_by_user": {user: dict(usage) for user, usage in self.usage_by_user.items()},
         }
 
 

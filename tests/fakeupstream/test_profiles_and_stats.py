@@ -47,6 +47,35 @@ def test_reset_clears_stats(fake, client):
     assert fake.stats()["last_request"] is None
 
 
+def test_stats_add_up_the_usage_each_reply_reported_by_user(fake, client):
+    # given two requests of one user, one streamed, and one of another; one without a user
+    reported = []
+    for user, stream in (("ann", False), ("ann", True), ("bob", False), (None, False)):
+        body = {**chat_body(), "stream": stream, "stream_options": {"include_usage": True}}
+        if user:
+            body["user"] = user
+        answer = client.post(CHAT, json=body, headers=OPENAI_AUTH)
+        if stream:
+            lines = [line for line in answer.text.splitlines() if line.startswith("data: {")]
+            usage = orjson.loads(lines[-1][len("data: ") :])["usage"]
+        else:
+            usage = answer.json()["usage"]
+        reported.append((user, usage["prompt_tokens"], usage["completion_tokens"]))
+
+    # then the stats hold, by user, what the replies reported
+    def total(user: str, field: int) -> int:
+        return sum(r[field] for r in reported if r[0] == user)
+
+    assert fake.stats()["usage_by_user"] == {
+        user: {"requests": sum(r[0] == user for r in reported),
+               "prompt_tokens": total(user, 1), "completion_tokens": total(user, 2)}
+        for user in ("ann", "bob")
+    }  # fmt: skip
+    # and a reset forgets them
+    fake.reset()
+    assert fake.stats()["usage_by_user"] == {}
+
+
 @pytest.fixture(scope="module")
 def keyed():
     with running_fake_upstream(api_key="sk-right", models=["m1", "m2"], name="acme") as fake:
