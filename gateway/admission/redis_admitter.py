@@ -234,8 +234,11 @@ class RedisAdmitter:
         try:
             replies = await self._pipelined(calls)
         except BudgetStoreUnavailable as error:
-            log.error("closing allowance %s failed (%s); the sweeper will charge it in full",
+            log.error("closing allowance %s failed (%s); its cost goes to the ledger alone",
                       allowance.id, error)  # fmt: skip
+            if hold is not None and allowance.drawn:
+                self.budgets.settled_unreachable(hold, allowance.spent_micros, time.time(),
+                                                 allowance.drawn)  # fmt: skip
             return None
         if hold is None or not allowance.drawn:
             return None
@@ -350,10 +353,10 @@ class RedisAdmitter:
                 [*settling, *(call for calls, _, _ in batch for call in calls)]
             )
         except Exception as failure:  # noqa: BLE001 — every request waiting must hear of it
-            waiting = [reply for _, reply, _ in batch] + [done for _, done in backs]
-            for reply in waiting:
+            for _, reply, _ in batch:
                 if not reply.done():  # (its request was cancelled meanwhile)
                     reply.set_exception(failure)
+            self._settlements_failed(backs, failure)
             return
         finally:
             self._send_next()
@@ -406,11 +409,20 @@ class RedisAdmitter:
         try:
             replies = await self._pipelined(calls)
         except Exception as failure:  # noqa: BLE001 — every request waiting must hear of it
-            for _, done in backs:
-                if not done.done():
-                    done.set_exception(failure)
+            self._settlements_failed(backs, failure)
             return
         self._settle_results(backs, releases, replies)
+
+    def _settlements_failed(
+        self, backs: Sequence[tuple[GiveBack, asyncio.Future[Settled | None]]], failure: Exception
+    ) -> None:
+        """Settlements whose pipeline failed: their costs still reach the ledger when Redis
+        could not be reached (the store's `settled_unreachable`), and each request hears."""
+        for back, done in backs:
+            if back.hold is not None and isinstance(failure, BudgetStoreUnavailable):
+                self.budgets.settled_unreachable(back.hold, back.cost_micros, back.now)
+            if not done.done():
+                done.set_exception(failure)
 
     def _waiting_backs(self) -> list[tuple[GiveBack, asyncio.Future[Settled | None]]]:
         backs, self._queue = self._queue[:SETTLE_BATCH_MAX], self._queue[SETTLE_BATCH_MAX:]

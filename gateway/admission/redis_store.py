@@ -12,7 +12,9 @@ the request is refused, never admitted unchecked.
 
 A Redis flush forgets the reservations open at that moment: until those requests end, the
 budget may be overspent by at most their reserved amounts (docs/budgets.md). Their
-settlements still reach the counters and the ledger; the sweeper cannot charge them.
+settlements still reach the counters and the ledger; the sweeper cannot charge them. A
+settlement made while Redis cannot be reached still reaches the ledger
+(`settled_unreachable`).
 """
 
 from __future__ import annotations
@@ -248,6 +250,17 @@ class RedisBudgetStore:
         # (a counter Redis lost reads -1 on both sides: no alert threshold lies between)
         before = {n: spent[n] - cost_micros if spent[n] >= 0 else -1 for n in names}
         return Settled(before, spent)
+
+    def settled_unreachable(
+        self, hold: Hold, cost_micros: int, now: float, requests: int = 1
+    ) -> None:
+        """A settlement Redis could not be told: its cost goes in the ledger all the same.
+        A Redis that comes back empty (a restart) rebuilds the counters from the ledger,
+        this cost included; without the row the spending would be lost with the open
+        reservation. A Redis that kept the reservation charges it in full when it expires
+        (the sweeper): its counter then holds the worst case until the period ends, while
+        the ledger keeps this row, the first for the request and counter."""
+        self.ledger.record(ledger_entries(hold, cost_micros, "settled", now, requests))
 
     @property
     def scripts(self) -> tuple[AsyncScript, AsyncScript]:

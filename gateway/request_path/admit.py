@@ -93,8 +93,9 @@ class Admission:
         try:
             await self.stores.admitter.give_back(back)  # (it fires the alerts crossed)
         except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
-            # The reservation stays open; the sweeper charges it in full after it expires.
-            log.error("settling request %s failed (%s); the sweeper will", self.lease, error)
+            # Redis: the cost is in the ledger all the same (settled_unreachable). The
+            # database store: the reservation stays open; the sweeper charges it in full.
+            log.error("settling request %s failed (%s)", self.lease, error)
 
 
 NOTHING = Admission()

@@ -14,8 +14,9 @@ import pytest
 import redis.asyncio as redis
 from asgiref.sync import sync_to_async
 
+from fakeupstream.process import free_port
 from gateway.admission.admitter import GiveBack, StoreAdmitter
-from gateway.admission.budget_store import Hold, MemoryBudgetStore
+from gateway.admission.budget_store import BudgetStoreUnavailable, Hold, MemoryBudgetStore
 from gateway.admission.budgets import BudgetRule, charges
 from gateway.admission.ledger import Ledger
 from gateway.admission.limit_store import MemoryLimiter
@@ -329,6 +330,34 @@ def test_the_last_request_under_way_settles_at_once_with_no_admission_to_wait_fo
         # not carry its script
         assert settled is not None
         assert sent == [["settle"]]
+
+    asyncio.run(run())
+
+
+def test_r_lim_2_a_settlement_redis_cannot_take_still_reaches_the_ledger() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        hold = _hold("gone", now)
+        assert (await admitter.take([], 0, "gone", hold, now)).admitted
+        # given Redis goes away while the request runs
+        line = admitter.line
+        admitter.line = RedisLine(f"redis://127.0.0.1:{free_port()}")  # nothing listens
+        # when the request ends, its settlement fails
+        with pytest.raises(BudgetStoreUnavailable):
+            await asyncio.wait_for(admitter.give_back(GiveBack((), "gone", 0, 0, hold, 400, now)),
+                                   timeout=10)  # fmt: skip
+        # then its cost is in the ledger all the same
+        counter = hold.charges[0].counter
+        pending = admitter.budgets.ledger.pending()
+        assert [(e.request_id, e.counter, e.cost_micros, e.kind) for e in pending] == [
+            ("gone", counter, 400, "settled")
+        ]
+        # and a Redis that comes back empty (a restart) counts it: rebuilt from the ledger
+        await admitter.budgets.client.delete(
+            *await admitter.budgets.client.keys(f"{admitter.budgets.keys}*")
+        )
+        admitter.line = line
+        assert (await admitter.budgets.read([counter]))[counter].spent_micros == 400
 
     asyncio.run(run())
 
