@@ -9,7 +9,12 @@ one fails: no client error, no stream cut short, exactly one trace per request, 
 budget ledger equal to the usage the fake upstream reported for it, and every request sent
 later than ROUTE_BOUND_S after the deploy served by the new version.
 
-    python -m deploy.rollout [--seconds 60] [--rate 20]
+With `--outage redis|postgres` the same fleet and load (plus a key with no budget or
+limit) see that dependency taken away instead of the restarts (deploy/outages.py; SPEC
+R-OPS-4's second half): only budgeted requests may fail, and only with 503
+budget_store_unavailable; the traces and ledgers must add up once it is back.
+
+    python -m deploy.rollout [--seconds 60] [--rate 20] [--outage redis|postgres]
         [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--redis redis://127.0.0.1:6379/0]
         [--broker redis://127.0.0.1:6379/1]
 """
@@ -26,6 +31,7 @@ import tempfile
 import textwrap
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +40,7 @@ import httpx
 import psycopg
 
 from bench.stack import forget_redis_keys, postgres_database
+from deploy.outages import DOWN_S, Outage, take_down
 from deploy.rollout_load import Caller, Outcome, run_load
 from fakeupstream.process import FakeUpstreamProcess, free_port, running_fake_upstream
 from gateway.processes import ROOT, base_env, manage
@@ -45,12 +52,14 @@ WORKSPACE, ROUTE, ROUTED_MODEL, MODEL = (
     "rollout/model",
 )
 PRICE_IN, PRICE_OUT = 3, 15  # USD per 1M tokens: a token costs 3 or 15 micro-dollars
-KEYS = ("budgeted", "limited", "routed")
+KEYS = ("budgeted", "limited", "routed")  # each with a budget of its own
+OPEN = "open"  # a key with no budget and no limit: it never asks the admission store
 UPSTREAM_KEY_ENV = "ROLLOUT_UPSTREAM_KEY"
 GRACE_S, DRAIN_S = 2.0, 20.0  # each replica's SWITCHYARD_DRAIN_GRACE_SECONDS, _DRAIN_SECONDS
 # docs/routes.md: every gateway process picks a deploy up within two seconds.
 ROUTE_BOUND_S = 2.0
 AFTER_DEPLOY_S = 5.0  # the load's least time past the deploy's bound
+AFTER_OUTAGE_S = 15.0  # and past a dependency's return
 # When each replica's SIGTERM comes and when the route is deployed, as shares of the run.
 RESTARTS_AT, DEPLOY_AT = (0.12, 0.40, 0.68), 0.5
 SETTLE_TIMEOUT_S = 60.0  # for the traces and the ledger to reach the database after the load
@@ -72,16 +81,23 @@ def main() -> None:
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/1", help="Celery's")
+    parser.add_argument(
+        "--outage",
+        choices=sorted(DOWN_S),
+        default="",
+        help="instead of restarts: take this dependency down (deploy/outages.py)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="switchyard-rollout-") as folder:
         failures = rollout(Path(folder), args.seconds, args.rate, args.postgres, args.redis,
-                           args.broker)  # fmt: skip
+                           args.broker, args.outage)  # fmt: skip
     raise SystemExit(1 if failures else 0)
 
 
 def rollout(
-    folder: Path, seconds: float, rate: float, postgres: str, redis_url: str, broker: str
-) -> list[str]:
+    folder: Path, seconds: float, rate: float, postgres: str, redis_url: str, broker: str,
+    outage: str,
+) -> list[str]:  # fmt: skip
     prefix = f"switchyard-rollout-{uuid.uuid4().hex[:8]}"
     with (
         postgres_database(postgres, "_rollout") as database_url,
@@ -99,6 +115,11 @@ def rollout(
             with background(env, folder), balancer(replicas, folder) as url:
                 for replica in replicas:
                     start(replica, env)
+                if outage:
+                    outcomes, down = asyncio.run(
+                        _load_and_take_down(url, callers, rate, seconds, outage, redis_url)
+                    )
+                    return report_outage(outcomes, down, fake, database_url, rate)
                 outcomes, deployed_s = asyncio.run(_load_and_roll(url, callers, rate, seconds,
                                                                   replicas, env))  # fmt: skip
             return report(outcomes, deployed_s, replicas, fake, database_url, rate)
@@ -115,7 +136,7 @@ def prepare(env: dict[str, str], fake: FakeUpstreamProcess, folder: Path) -> lis
         config.write_text(catalog(fake.base_url, mode))
         manage("apply", "-f", str(config), *(["--deploy"] if version == 1 else []), env=env)
     callers = []
-    for name in KEYS:
+    for name in (*KEYS, OPEN):
         key = manage("createkey", "--workspace", WORKSPACE, "--name", name, env=env).strip()
         callers.append(Caller(name, key, ROUTED_MODEL if name == "routed" else MODEL))
     return callers
@@ -148,6 +169,7 @@ def catalog(upstream: str, route_mode: str) -> str:
                   limits: {{requests_per_minute: 100000, tokens_per_minute: 100000000,
                             concurrent: 1000}}}}
               - {{name: routed, budget: {budget}, routes: [{ROUTE}]}}
+              - {{name: {OPEN}}}
         """)
 
 
@@ -249,6 +271,22 @@ def roll(replicas: list[Replica], env: dict[str, str], seconds: float, start_at:
     return deployed_s
 
 
+async def _load_and_take_down(
+    url: str, callers: list[Caller], rate: float, seconds: float, service: str, redis_url: str
+) -> tuple[list[Outcome], Outage]:
+    """The load, with `service` taken down a quarter of the way in; the load goes on at
+    least AFTER_OUTAGE_S after it answers again."""
+    stop = asyncio.Event()
+    load = asyncio.create_task(run_load(url, callers, rate, stop))
+    started = time.monotonic()
+    await asyncio.sleep(seconds / 4)
+    down = await asyncio.to_thread(take_down, service, redis_url, started)
+    ends_s = max(seconds, down.ended_s + AFTER_OUTAGE_S)
+    await asyncio.sleep(max(0.0, started + ends_s - time.monotonic()))
+    stop.set()
+    return await load, down
+
+
 def restart(replica: Replica, env: dict[str, str]) -> None:
     assert replica.process is not None
     signalled = time.monotonic()
@@ -289,6 +327,53 @@ def report(
         failures += _check_traces(db, outcomes)
         failures += _check_ledger(db, fake)
         failures += _check_route(db, outcomes, deployed_s)
+    print("  PASSED" if not failures else "  FAILED: " + "; ".join(failures))
+    return failures
+
+
+def report_outage(
+    outcomes: list[Outcome], down: Outage, fake: FakeUpstreamProcess, database_url: str,
+    rate: float,
+) -> list[str]:  # fmt: skip
+    """Print what each kind of key got before, during and after the outage; return the
+    checks that failed: a key with no budget or limit must never fail, a budgeted one
+    only with 503 budget_store_unavailable (R-LIM-2: fail closed), no stream may be cut,
+    and the traces and ledger must add up once the dependency is back."""
+    ran_s = max(o.sent_s for o in outcomes)
+    print(f"{down.service} down under load: {ran_s:.0f} s at {rate:g} requests/s, "
+          f"{len(outcomes)} requests; down from {down.began_s:.1f} s, back at "
+          f"{down.ended_s:.1f} s")  # fmt: skip
+    phases = {
+        "before": lambda o: o.sent_s < down.began_s,
+        "while down": lambda o: down.began_s <= o.sent_s <= down.ended_s,
+        "after": lambda o: o.sent_s > down.ended_s,
+    }
+    kinds = {
+        "budgeted keys": lambda o: o.caller != OPEN,
+        "the open key": lambda o: o.caller == OPEN,
+    }
+    for phase, in_phase in phases.items():
+        for kind, of_kind in kinds.items():
+            seen = Counter(f"{o.status} {o.code}".strip() if o.status else o.error
+                           for o in outcomes if in_phase(o) and of_kind(o))  # fmt: skip
+            print(f"  {phase:>10}, {kind}: " + ", ".join(f"{n} × {s}" for s, n in seen.items()))
+    failures = []
+    wrong = [o for o in outcomes if o.status != 200
+             and (o.caller == OPEN or o.code != "budget_store_unavailable")]  # fmt: skip
+    for outcome in wrong[:10]:
+        print(f"    at {outcome.sent_s:.1f} s, {outcome.caller}: {outcome.error}")
+    if wrong:
+        failures.append(f"{len(wrong)} requests failed other than closed budgets")
+    refused_after = [o.sent_s for o in outcomes if o.status != 200 and o.sent_s > down.ended_s]
+    recovered_s = max(refused_after, default=down.ended_s) - down.ended_s
+    print(f"  the last refusal was sent {recovered_s:.1f} s after {down.service} was back")
+    cut = [o for o in outcomes if o.stream and o.status == 200 and not o.complete]
+    print(f"  streams cut short: {len(cut)}")
+    if cut:
+        failures.append(f"{len(cut)} streams cut short")
+    with psycopg.connect(database_url, autocommit=True) as db:
+        failures += _check_traces(db, outcomes)
+        failures += _check_ledger(db, fake)
     print("  PASSED" if not failures else "  FAILED: " + "; ".join(failures))
     return failures
 

@@ -36,6 +36,7 @@ class Outcome:
     trace_id: str
     complete: bool  # an answer with choices; a stream with a finish reason and [DONE]
     error: str
+    code: str  # an error answer's `error.code` (budget_store_unavailable, ...)
 
 
 async def run_load(
@@ -83,7 +84,7 @@ async def _send(
     headers, body = request
     stream = bool(body.get("stream"))
     sent = time.monotonic()
-    status, trace_id, complete, error = 0, "", False, ""
+    status, trace_id, complete, error, code = 0, "", False, "", ""
     try:
         async with session.post(url, data=orjson.dumps(body), headers=headers) as response:
             status = response.status
@@ -91,13 +92,21 @@ async def _send(
             raw = await response.read()
         if status != 200:
             error = f"HTTP {status}: {raw[:200].decode(errors='replace')}"
+            code = _error_code(raw)
         else:
             complete = stream_complete(raw) if stream else bool(orjson.loads(raw)["choices"])
             error = "" if complete else "cut short"
     except (TimeoutError, aiohttp.ClientError, ValueError, KeyError) as exc:
         error = f"{type(exc).__name__}: {exc}"
     return Outcome(caller.name, stream, sent - start, time.monotonic() - sent, status,
-                   trace_id, complete, error)  # fmt: skip
+                   trace_id, complete, error, code)  # fmt: skip
+
+
+def _error_code(raw: bytes) -> str:
+    try:
+        return str(orjson.loads(raw)["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 def stream_complete(raw: bytes) -> bool:
