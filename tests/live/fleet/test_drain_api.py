@@ -80,11 +80,11 @@ def serve(live: Live, log: Path, server: str, workers: int, grace_s: float, drai
 
 
 def probe(url: str) -> int | None:
-    """The status a probe answers, or None once nothing accepts the connection (or one
-    accepted as the listener closed is dropped unanswered)."""
+    """The status a probe answers, or None once nothing accepts the connection — refused,
+    or, caught in the listener's closing, reset or dropped unanswered."""
     try:
         return httpx.get(url, timeout=2).status_code
-    except (httpx.ConnectError, httpx.RemoteProtocolError):
+    except (httpx.NetworkError, httpx.RemoteProtocolError):
         return None
 
 
