@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from gateway.drain import SHUTDOWN_MARGIN_S
+
 ROOT = Path(__file__).resolve().parents[1]
 OVERLAYS_DIR = ROOT / "deploy" / "kubernetes" / "overlays"
 OUTPUT_DIR = ROOT / "var" / "kubernetes"
@@ -232,7 +234,8 @@ def check_gateway_probes(docs: Sequence[Doc]) -> list[str]:
 
 def check_drain_fits_grace(docs: Sequence[Doc]) -> list[str]:
     """The kubelet's SIGKILL comes after the drain ends: terminationGracePeriodSeconds >
-    preStop sleep + SWITCHYARD_DRAIN_GRACE_SECONDS + SWITCHYARD_DRAIN_SECONDS."""
+    preStop sleep + SWITCHYARD_DRAIN_GRACE_SECONDS + SWITCHYARD_DRAIN_SECONDS + the
+    supervisor's own margin for the workers' shutdown (gateway/drain.py)."""
     found = gateway_container(docs)
     if found is None:
         return ["no gateway container to drain"]
@@ -249,12 +252,13 @@ def check_drain_fits_grace(docs: Sequence[Doc]) -> list[str]:
         prestop_sleep_s(container)
         + float(environment["SWITCHYARD_DRAIN_GRACE_SECONDS"])
         + float(environment["SWITCHYARD_DRAIN_SECONDS"])
+        + SHUTDOWN_MARGIN_S
     )
     grace_s = pod_spec(gateway).get("terminationGracePeriodSeconds", DEFAULT_GRACE_PERIOD_S)
     if grace_s <= needed_s:
         return [
             f"gateway: terminationGracePeriodSeconds {grace_s} is not longer than "
-            f"preStop + drain grace + drain = {needed_s:g} s"
+            f"preStop + drain grace + drain + shutdown margin = {needed_s:g} s"
         ]
     return []
 

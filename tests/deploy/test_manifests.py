@@ -261,7 +261,16 @@ BROKEN: list[tuple[str, Mutation, Check, list[str]]] = [
         check_drain_fits_grace,
         [
             "gateway: terminationGracePeriodSeconds 600 is not longer than "
-            "preStop + drain grace + drain = 610 s"
+            "preStop + drain grace + drain + shutdown margin = 620 s"
+        ],
+    ),
+    (
+        "a grace period that leaves the workers' shutdown no margin",
+        lambda docs: pod(docs, "gateway").update(terminationGracePeriodSeconds=615),
+        check_drain_fits_grace,
+        [
+            "gateway: terminationGracePeriodSeconds 615 is not longer than "
+            "preStop + drain grace + drain + shutdown margin = 620 s"
         ],
     ),
     (
@@ -270,7 +279,7 @@ BROKEN: list[tuple[str, Mutation, Check, list[str]]] = [
         check_drain_fits_grace,
         [
             "gateway: terminationGracePeriodSeconds 630 is not longer than "
-            "preStop + drain grace + drain = 910 s"
+            "preStop + drain grace + drain + shutdown margin = 920 s"
         ],
     ),
     (
@@ -281,7 +290,7 @@ BROKEN: list[tuple[str, Mutation, Check, list[str]]] = [
         check_drain_fits_grace,
         [
             "gateway: terminationGracePeriodSeconds 630 is not longer than "
-            "preStop + drain grace + drain = 635 s"
+            "preStop + drain grace + drain + shutdown margin = 645 s"
         ],
     ),
     (
