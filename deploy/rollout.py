@@ -38,6 +38,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import redis
 
 from bench.stack import forget_redis_keys, postgres_database
 from deploy.outages import DOWN_S, Outage, take_down
@@ -120,11 +121,41 @@ def rollout(
                         _load_and_take_down(url, callers, rate, seconds, outage, redis_url)
                     )
                     return report_outage(outcomes, down, fake, database_url, rate)
+                before = Footprint.now(redis_url, database_url)
                 outcomes, deployed_s = asyncio.run(_load_and_roll(url, callers, rate, seconds,
                                                                   replicas, env))  # fmt: skip
-            return report(outcomes, deployed_s, replicas, fake, database_url, rate)
+                used = Footprint.now(redis_url, database_url) - before
+            return report(outcomes, deployed_s, replicas, fake, database_url, rate, used)
         finally:
             forget_redis_keys(redis_url, prefix)
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What the fleet asked of Redis and PostgreSQL: counters read before and after the
+    load (their difference), and the connections open to the run's database at the end."""
+
+    redis_commands: int  # the whole server's: the Celery worker's and beat's included
+    transactions: int  # committed in the run's database
+    connections: int
+
+    @classmethod
+    def now(cls, redis_url: str, database_url: str) -> Footprint:
+        client = redis.Redis.from_url(redis_url)
+        commands = int(client.info("stats")["total_commands_processed"])
+        client.close()
+        with psycopg.connect(database_url, autocommit=True) as db:
+            name = db.info.dbname
+            commits = db.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s",
+                                 (name,)).fetchone()[0]  # fmt: skip
+            held = db.execute(
+                "SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = %s", (name,)
+            ).fetchone()[0]  # (the - 1: not this connection)
+        return cls(commands, int(commits), int(held))
+
+    def __sub__(self, before: Footprint) -> Footprint:
+        return Footprint(self.redis_commands - before.redis_commands,
+                         self.transactions - before.transactions, self.connections)  # fmt: skip
 
 
 def prepare(env: dict[str, str], fake: FakeUpstreamProcess, folder: Path) -> list[Caller]:
@@ -302,7 +333,7 @@ def restart(replica: Replica, env: dict[str, str]) -> None:
 
 def report(
     outcomes: list[Outcome], deployed_s: float, replicas: list[Replica],
-    fake: FakeUpstreamProcess, database_url: str, rate: float,
+    fake: FakeUpstreamProcess, database_url: str, rate: float, used: Footprint,
 ) -> list[str]:  # fmt: skip
     """Print what the run saw and return the checks that failed."""
     failures = []
@@ -320,6 +351,10 @@ def report(
     print(f"  streams: {len(streams)}, cut short: {len(cut)}")
     slowest = max(o.took_s for o in outcomes)
     print(f"  slowest answer: {slowest:.2f} s")
+    n = len(outcomes)
+    print(f"  per request: {used.redis_commands / n:.1f} Redis commands (the server's, Celery's "
+          f"included), {used.transactions / n:.2f} PostgreSQL transactions; connections to "
+          f"the database at the end: {used.connections}")  # fmt: skip
     for replica in replicas:
         print(f"  {replica.name}: " + "; ".join(replica.events))
         failures += [f"{replica.name}: {e}" for e in replica.events if e.startswith("FAILED")]
