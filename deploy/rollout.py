@@ -110,9 +110,9 @@ def rollout(
             SWITCHYARD_DRAIN_GRACE_SECONDS=str(GRACE_S), SWITCHYARD_DRAIN_SECONDS=str(DRAIN_S),
             **{UPSTREAM_KEY_ENV: "rollout-upstream-key"},
         )  # fmt: skip
+        replicas = [Replica(f"r{n}", free_port(), folder / f"r{n}.log") for n in (1, 2, 3)]
         try:
             callers = prepare(env, fake, folder)
-            replicas = [Replica(f"r{n}", free_port(), folder / f"r{n}.log") for n in (1, 2, 3)]
             with background(env, folder), balancer(replicas, folder) as url:
                 for replica in replicas:
                     start(replica, env)
@@ -127,6 +127,7 @@ def rollout(
                 used = Footprint.now(redis_url, database_url) - before
             return report(outcomes, deployed_s, replicas, fake, database_url, rate, used)
         finally:
+            stop(replicas)
             forget_redis_keys(redis_url, prefix)
 
 
@@ -268,6 +269,15 @@ def start(replica: Replica, env: dict[str, str]) -> None:
     with open(replica.log, "ab") as log:
         replica.process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=log)
     _wait(lambda: _ready(replica), f"{replica.name} to be ready", 30)
+
+
+def stop(replicas: list[Replica]) -> None:
+    """SIGTERM the replicas still running and wait for them to drain and exit."""
+    running = [r.process for r in replicas if r.process and r.process.poll() is None]
+    for process in running:
+        process.send_signal(signal.SIGTERM)
+    for process in running:
+        process.wait(timeout=GRACE_S + DRAIN_S + 15)
 
 
 async def _load_and_roll(
