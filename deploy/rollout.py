@@ -9,12 +9,17 @@ one fails: no client error, no stream cut short, exactly one trace per request, 
 budget ledger equal to the usage the fake upstream reported for it, and every request sent
 later than ROUTE_BOUND_S after the deploy served by the new version.
 
+With `--pgbouncer` the replicas, the Celery worker and beat, the route's deploy and a
+`route replay` reach PostgreSQL through PgBouncer in transaction pooling mode
+(deploy/pooler.py), with SWITCHYARD_DB_TRANSACTION_POOLING set; migrations and the checks
+connect straight.
+
 With `--outage redis|postgres` the same fleet and load (plus a key with no budget or
 limit) see that dependency taken away instead of the restarts (deploy/outages.py; SPEC
 R-OPS-4's second half): only budgeted requests may fail, and only with 503
 budget_store_unavailable; the traces and ledgers must add up once it is back.
 
-    python -m deploy.rollout [--seconds 60] [--rate 20] [--outage redis|postgres]
+    python -m deploy.rollout [--seconds 60] [--rate 20] [--outage redis|postgres] [--pgbouncer]
         [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--redis redis://127.0.0.1:6379/0]
         [--broker redis://127.0.0.1:6379/1]
 """
@@ -42,6 +47,7 @@ import redis
 
 from bench.stack import forget_redis_keys, postgres_database
 from deploy.outages import DOWN_S, Outage, take_down
+from deploy.pooler import Served, pgbouncer
 from deploy.rollout_load import Caller, Outcome, run_load
 from fakeupstream.process import FakeUpstreamProcess, free_port, running_fake_upstream
 from gateway.processes import ROOT, base_env, manage
@@ -88,34 +94,41 @@ def main() -> None:
         default="",
         help="instead of restarts: take this dependency down (deploy/outages.py)",
     )
+    parser.add_argument("--pgbouncer", action="store_true",
+                        help="the fleet through PgBouncer, transaction pooling")  # fmt: skip
     args = parser.parse_args()
+    if args.pgbouncer and args.outage:
+        parser.error("--pgbouncer measures the rolling restart, not an --outage")
     with tempfile.TemporaryDirectory(prefix="switchyard-rollout-") as folder:
-        failures = rollout(Path(folder), args.seconds, args.rate, args.postgres, args.redis,
-                           args.broker, args.outage)  # fmt: skip
+        failures = rollout(Path(folder), args)
     raise SystemExit(1 if failures else 0)
 
 
-def rollout(
-    folder: Path, seconds: float, rate: float, postgres: str, redis_url: str, broker: str,
-    outage: str,
-) -> list[str]:  # fmt: skip
+def rollout(folder: Path, args: argparse.Namespace) -> list[str]:
+    seconds, rate, redis_url, outage = args.seconds, args.rate, args.redis, args.outage
     prefix = f"switchyard-rollout-{uuid.uuid4().hex[:8]}"
     with (
-        postgres_database(postgres, "_rollout") as database_url,
+        postgres_database(args.postgres, "_rollout") as database_url,
+        (pgbouncer(database_url, folder) if args.pgbouncer
+         else contextlib.nullcontext(database_url)) as fleet_database_url,
         running_fake_upstream("slow", name="rollout") as fake,
-    ):
+    ):  # fmt: skip
         env = base_env(
-            DATABASE_URL=database_url, REDIS_URL=redis_url, CELERY_BROKER_URL=broker,
+            DATABASE_URL=database_url, REDIS_URL=redis_url, CELERY_BROKER_URL=args.broker,
             SWITCHYARD_SHARED_STATE_PREFIX=prefix, LOG_LEVEL="WARNING",
             SWITCHYARD_DRAIN_GRACE_SECONDS=str(GRACE_S), SWITCHYARD_DRAIN_SECONDS=str(DRAIN_S),
             **{UPSTREAM_KEY_ENV: "rollout-upstream-key"},
         )  # fmt: skip
+        # the migrations and the harness's checks (database_url) connect straight, the
+        # fleet (with --pgbouncer) through PgBouncer
+        pooled = {"SWITCHYARD_DB_TRANSACTION_POOLING": "1"} if args.pgbouncer else {}
+        fleet = {**env, "DATABASE_URL": fleet_database_url, **pooled}
         replicas = [Replica(f"r{n}", free_port(), folder / f"r{n}.log") for n in (1, 2, 3)]
         try:
             callers = prepare(env, fake, folder)
-            with background(env, folder), balancer(replicas, folder) as url:
+            with background(fleet, folder), balancer(replicas, folder) as url:
                 for replica in replicas:
-                    start(replica, env)
+                    start(replica, fleet)
                 if outage:
                     outcomes, down = asyncio.run(
                         _load_and_take_down(url, callers, rate, seconds, outage, redis_url)
@@ -123,9 +136,10 @@ def rollout(
                     return report_outage(outcomes, down, fake, database_url, rate)
                 before = Footprint.now(redis_url, database_url)
                 outcomes, deployed_s = asyncio.run(_load_and_roll(url, callers, rate, seconds,
-                                                                  replicas, env))  # fmt: skip
+                                                                  replicas, fleet))  # fmt: skip
                 used = Footprint.now(redis_url, database_url) - before
-            return report(outcomes, deployed_s, replicas, fake, database_url, rate, used)
+                through = _through_pgbouncer(fleet) if args.pgbouncer else ""
+            return report(outcomes, deployed_s, replicas, fake, database_url, rate, used, through)
         finally:
             stop(replicas)
             forget_redis_keys(redis_url, prefix)
@@ -157,6 +171,17 @@ class Footprint:
     def __sub__(self, before: Footprint) -> Footprint:
         return Footprint(self.redis_commands - before.redis_commands,
                          self.transactions - before.transactions, self.connections)  # fmt: skip
+
+
+def _through_pgbouncer(fleet: dict[str, str]) -> str:
+    """What PgBouncer served, and a `route replay` over the run's traces through it
+    (QuerySet.iterator(): a server-side cursor unless they are disabled)."""
+    served = Served.now(fleet["DATABASE_URL"])
+    replay = manage("route", "replay", ROUTE, "--workspace", WORKSPACE, "--version", "2",
+                    "--since", "1h", env=fleet).splitlines()[0]  # fmt: skip
+    return (f"PgBouncer passed {served.transactions} transactions to the database; at the "
+            f"end {served.clients} client connections on {served.servers} server "
+            f"connections\n  route replay through it: {replay}")  # fmt: skip
 
 
 def prepare(env: dict[str, str], fake: FakeUpstreamProcess, folder: Path) -> list[Caller]:
@@ -344,14 +369,16 @@ def restart(replica: Replica, env: dict[str, str]) -> None:
 def report(
     outcomes: list[Outcome], deployed_s: float, replicas: list[Replica],
     fake: FakeUpstreamProcess, database_url: str, rate: float, used: Footprint,
+    through: str,
 ) -> list[str]:  # fmt: skip
     """Print what the run saw and return the checks that failed."""
     failures = []
     errors = [o for o in outcomes if o.error]
     streams = [o for o in outcomes if o.stream]
     ran_s = max(o.sent_s for o in outcomes)
-    print(f"rolling restart: 3 replicas behind HAProxy, {ran_s:.0f} s at {rate:g} requests/s, "
-          f"a quarter streamed: {len(outcomes)} requests")  # fmt: skip
+    pooler = ", on PostgreSQL through PgBouncer (transaction pooling)" if through else ""
+    print(f"rolling restart: 3 replicas behind HAProxy{pooler}, {ran_s:.0f} s at {rate:g} "
+          f"requests/s, a quarter streamed: {len(outcomes)} requests")  # fmt: skip
     print(f"  answered 200: {len(outcomes) - len(errors)}; client errors or resets: {len(errors)}")
     for outcome in errors[:10]:
         print(f"    at {outcome.sent_s:.1f} s, {outcome.caller}: {outcome.error}")
@@ -365,6 +392,8 @@ def report(
     print(f"  per request: {used.redis_commands / n:.1f} Redis commands (the server's, Celery's "
           f"included), {used.transactions / n:.2f} PostgreSQL transactions; connections to "
           f"the database at the end: {used.connections}")  # fmt: skip
+    if through:
+        print(f"  {through}")
     for replica in replicas:
         print(f"  {replica.name}: " + "; ".join(replica.events))
         failures += [f"{replica.name}: {e}" for e in replica.events if e.startswith("FAILED")]

@@ -103,6 +103,16 @@ else:
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     # A database that is away must fail a connect fast: the trace writer spools then.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
+    # Behind a pooler in transaction pooling mode (PgBouncer's pool_mode = transaction;
+    # docs/deployment.md, "PgBouncer") consecutive transactions of one connection may run
+    # on different server connections, so nothing may outlive a transaction on one: no
+    # server-side cursors, which QuerySet.iterator() would hold open across transactions
+    # (Django's databases docs, "Transaction pooling and server-side cursors"), and no
+    # prepared statements (psycopg prepares a query after prepare_threshold runs; Django
+    # passes OPTIONS to psycopg.connect and defaults it to None, this pins it).
+    if env.bool("SWITCHYARD_DB_TRANSACTION_POOLING", default=False):
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+        DATABASES["default"]["OPTIONS"]["prepare_threshold"] = None
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Traces the database could not take wait here (audit/spool.py), one folder per database
