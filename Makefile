@@ -100,7 +100,8 @@ k8s-check: install
 # A rolling restart under load: three replicas on PostgreSQL and Redis behind HAProxy
 # (apt-get install haproxy), each drained and started again, a route deployed half way
 # (deploy/rollout.py; ROLLOUT_ARGS, e.g. --seconds 20 in CI, --outage redis|postgres
-# to take a dependency away instead, --pgbouncer for the fleet through PgBouncer;
+# to take a dependency away instead, --pgbouncer for the fleet through PgBouncer,
+# --redis-cluster for it on a Redis Cluster of three masters;
 # docs/deployment.md).
 rollout-test: install
 	$(BIN)/python -m deploy.rollout $(ROLLOUT_ARGS)

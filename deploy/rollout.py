@@ -2,7 +2,8 @@
 
 Three replicas of `switchyard serve` on PostgreSQL and Redis behind HAProxy on 127.0.0.1
 (health checks on /readyz), the Celery worker and beat running, and a steady load
-(deploy/rollout_load.py) from three keys with budgets (one with rate limits, one routed).
+(deploy/rollout_load.py) from three keys with budgets, each in a workspace of its own (one
+with rate limits, one routed).
 Meanwhile each replica in turn gets SIGTERM, drains, and starts again with a changed
 setting, and a new route version is deployed half way. Then it checks, and exits 1 when
 one fails: no client error, no stream cut short, exactly one trace per request, each key's
@@ -14,12 +15,17 @@ With `--pgbouncer` the replicas, the Celery worker and beat, the route's deploy 
 (deploy/pooler.py), with SWITCHYARD_DB_TRANSACTION_POOLING set; migrations and the checks
 connect straight.
 
+With `--redis-cluster` the fleet's Redis is a Redis Cluster of three masters on
+127.0.0.1 (deploy/redis_cluster.py) with SWITCHYARD_REDIS_CLUSTER set; Celery's broker
+stays on the plain Redis (`--broker`).
+
 With `--outage redis|postgres` the same fleet and load (plus a key with no budget or
 limit) see that dependency taken away instead of the restarts (deploy/outages.py; SPEC
 R-OPS-4's second half): only budgeted requests may fail, and only with 503
 budget_store_unavailable; the traces and ledgers must add up once it is back.
 
     python -m deploy.rollout [--seconds 60] [--rate 20] [--outage redis|postgres] [--pgbouncer]
+        [--redis-cluster]
         [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--redis redis://127.0.0.1:6379/0]
         [--broker redis://127.0.0.1:6379/1]
 """
@@ -48,6 +54,7 @@ import redis
 from bench.stack import forget_redis_keys, postgres_database
 from deploy.outages import DOWN_S, Outage, take_down
 from deploy.pooler import Served, pgbouncer
+from deploy.redis_cluster import redis_cluster
 from deploy.rollout_load import Caller, Outcome, run_load
 from fakeupstream.process import FakeUpstreamProcess, free_port, running_fake_upstream
 from gateway.processes import ROOT, base_env, manage
@@ -61,6 +68,10 @@ WORKSPACE, ROUTE, ROUTED_MODEL, MODEL = (
 PRICE_IN, PRICE_OUT = 3, 15  # USD per 1M tokens: a token costs 3 or 15 micro-dollars
 KEYS = ("budgeted", "limited", "routed")  # each with a budget of its own
 OPEN = "open"  # a key with no budget and no limit: it never asks the admission store
+# Each budgeted key in a workspace of its own: on a Redis Cluster their keys lie on three
+# masters (the workspaces of a fresh database, ids 1 to 3, hash to three slot ranges).
+HOMES = {"budgeted": f"{WORKSPACE}-budgeted", "limited": f"{WORKSPACE}-limited",
+         "routed": WORKSPACE, OPEN: WORKSPACE}  # fmt: skip
 UPSTREAM_KEY_ENV = "ROLLOUT_UPSTREAM_KEY"
 GRACE_S, DRAIN_S = 2.0, 20.0  # each replica's SWITCHYARD_DRAIN_GRACE_SECONDS, _DRAIN_SECONDS
 # docs/routes.md: every gateway process picks a deploy up within two seconds.
@@ -96,25 +107,33 @@ def main() -> None:
     )
     parser.add_argument("--pgbouncer", action="store_true",
                         help="the fleet through PgBouncer, transaction pooling")  # fmt: skip
+    parser.add_argument("--redis-cluster", action="store_true",
+                        help="the fleet on a Redis Cluster of three masters")  # fmt: skip
     args = parser.parse_args()
     if args.pgbouncer and args.outage:
         parser.error("--pgbouncer measures the rolling restart, not an --outage")
+    if args.redis_cluster and args.outage:
+        parser.error("--redis-cluster measures the rolling restart, not an --outage")
     with tempfile.TemporaryDirectory(prefix="switchyard-rollout-") as folder:
         failures = rollout(Path(folder), args)
     raise SystemExit(1 if failures else 0)
 
 
 def rollout(folder: Path, args: argparse.Namespace) -> list[str]:
-    seconds, rate, redis_url, outage = args.seconds, args.rate, args.redis, args.outage
+    seconds, rate, outage = args.seconds, args.rate, args.outage
     prefix = f"switchyard-rollout-{uuid.uuid4().hex[:8]}"
     with (
         postgres_database(args.postgres, "_rollout") as database_url,
         (pgbouncer(database_url, folder) if args.pgbouncer
          else contextlib.nullcontext(database_url)) as fleet_database_url,
+        (redis_cluster(folder) if args.redis_cluster
+         else contextlib.nullcontext(args.redis)) as redis_url,
         running_fake_upstream("slow", name="rollout") as fake,
     ):  # fmt: skip
+        clustered = {"SWITCHYARD_REDIS_CLUSTER": "1"} if args.redis_cluster else {}
         env = base_env(
             DATABASE_URL=database_url, REDIS_URL=redis_url, CELERY_BROKER_URL=args.broker,
+            **clustered,
             SWITCHYARD_SHARED_STATE_PREFIX=prefix, LOG_LEVEL="WARNING",
             SWITCHYARD_DRAIN_GRACE_SECONDS=str(GRACE_S), SWITCHYARD_DRAIN_SECONDS=str(DRAIN_S),
             **{UPSTREAM_KEY_ENV: "rollout-upstream-key"},
@@ -134,15 +153,16 @@ def rollout(folder: Path, args: argparse.Namespace) -> list[str]:
                         _load_and_take_down(url, callers, rate, seconds, outage, redis_url)
                     )
                     return report_outage(outcomes, down, fake, database_url, rate)
-                before = Footprint.now(redis_url, database_url)
+                before = Footprint.now(redis_url, database_url, args.redis_cluster)
                 outcomes, deployed_s = asyncio.run(_load_and_roll(url, callers, rate, seconds,
                                                                   replicas, fleet))  # fmt: skip
-                used = Footprint.now(redis_url, database_url) - before
+                used = Footprint.now(redis_url, database_url, args.redis_cluster) - before
                 through = _through_pgbouncer(fleet) if args.pgbouncer else ""
             return report(outcomes, deployed_s, replicas, fake, database_url, rate, used, through)
         finally:
             stop(replicas)
-            forget_redis_keys(redis_url, prefix)
+            if not args.redis_cluster:  # (a cluster goes with its folder)
+                forget_redis_keys(redis_url, prefix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,15 +170,23 @@ class Footprint:
     """What the fleet asked of Redis and PostgreSQL: counters read before and after the
     load (their difference), and the connections open to the run's database at the end."""
 
-    redis_commands: int  # the whole server's: the Celery worker's and beat's included
+    redis_commands: int  # the whole server's (Celery's included), or the cluster's masters'
     transactions: int  # committed in the run's database
     connections: int
+    masters: tuple[int, ...] = ()  # on a cluster, each master's share of redis_commands
 
     @classmethod
-    def now(cls, redis_url: str, database_url: str) -> Footprint:
-        client = redis.Redis.from_url(redis_url)
-        commands = int(client.info("stats")["total_commands_processed"])
-        client.close()
+    def now(cls, redis_url: str, database_url: str, cluster: bool = False) -> Footprint:
+        if cluster:
+            nodes = redis.RedisCluster.from_url(redis_url)
+            stats = nodes.info("stats", target_nodes=redis.RedisCluster.PRIMARIES)
+            masters = tuple(int(stats[n]["total_commands_processed"]) for n in sorted(stats))
+            commands = sum(masters)
+            nodes.close()
+        else:
+            client = redis.Redis.from_url(redis_url)
+            commands, masters = int(client.info("stats")["total_commands_processed"]), ()
+            client.close()
         with psycopg.connect(database_url, autocommit=True) as db:
             name = db.info.dbname
             commits = db.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s",
@@ -166,11 +194,13 @@ class Footprint:
             held = db.execute(
                 "SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = %s", (name,)
             ).fetchone()[0]  # (the - 1: not this connection)
-        return cls(commands, int(commits), int(held))
+        return cls(commands, int(commits), int(held), masters)
 
     def __sub__(self, before: Footprint) -> Footprint:
+        masters = tuple(a - b for a, b in zip(self.masters, before.masters, strict=True))
         return Footprint(self.redis_commands - before.redis_commands,
-                         self.transactions - before.transactions, self.connections)  # fmt: skip
+                         self.transactions - before.transactions, self.connections,
+                         masters)  # fmt: skip
 
 
 def _through_pgbouncer(fleet: dict[str, str]) -> str:
@@ -194,7 +224,7 @@ def prepare(env: dict[str, str], fake: FakeUpstreamProcess, folder: Path) -> lis
         manage("apply", "-f", str(config), *(["--deploy"] if version == 1 else []), env=env)
     callers = []
     for name in (*KEYS, OPEN):
-        key = manage("createkey", "--workspace", WORKSPACE, "--name", name, env=env).strip()
+        key = manage("createkey", "--workspace", HOMES[name], "--name", name, env=env).strip()
         callers.append(Caller(name, key, ROUTED_MODEL if name == "routed" else MODEL))
     return callers
 
@@ -221,12 +251,20 @@ def catalog(upstream: str, route_mode: str) -> str:
                 nodes:
                   pick: {{type: model, model: {MODEL}, mode: {route_mode}}}
             keys:
+              - {{name: routed, budget: {budget}, routes: [{ROUTE}]}}
+              - {{name: {OPEN}}}
+          - slug: {HOMES["budgeted"]}
+            name: Rollout budgeted
+            policy: {{}}
+            keys:
               - {{name: budgeted, budget: {budget}}}
+          - slug: {HOMES["limited"]}
+            name: Rollout limited
+            policy: {{}}
+            keys:
               - {{name: limited, budget: {budget},
                   limits: {{requests_per_minute: 100000, tokens_per_minute: 100000000,
                             concurrent: 1000}}}}
-              - {{name: routed, budget: {budget}, routes: [{ROUTE}]}}
-              - {{name: {OPEN}}}
         """)
 
 
@@ -377,6 +415,7 @@ def report(
     streams = [o for o in outcomes if o.stream]
     ran_s = max(o.sent_s for o in outcomes)
     pooler = ", on PostgreSQL through PgBouncer (transaction pooling)" if through else ""
+    pooler += ", on a Redis Cluster of 3 masters" if used.masters else ""
     print(f"rolling restart: 3 replicas behind HAProxy{pooler}, {ran_s:.0f} s at {rate:g} "
           f"requests/s, a quarter streamed: {len(outcomes)} requests")  # fmt: skip
     print(f"  answered 200: {len(outcomes) - len(errors)}; client errors or resets: {len(errors)}")
@@ -389,8 +428,12 @@ def report(
     slowest = max(o.took_s for o in outcomes)
     print(f"  slowest answer: {slowest:.2f} s")
     n = len(outcomes)
-    print(f"  per request: {used.redis_commands / n:.1f} Redis commands (the server's, Celery's "
-          f"included), {used.transactions / n:.2f} PostgreSQL transactions; connections to "
+    whose = "the server's, Celery's included"
+    if used.masters:
+        shares = " + ".join(f"{m / n:.1f}" for m in used.masters)
+        whose = f"the cluster's masters', {shares}; Celery's apart"
+    print(f"  per request: {used.redis_commands / n:.1f} Redis commands ({whose}), "
+          f"{used.transactions / n:.2f} PostgreSQL transactions; connections to "
           f"the database at the end: {used.connections}")  # fmt: skip
     if through:
         print(f"  {through}")

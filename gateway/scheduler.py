@@ -77,7 +77,8 @@ async def _sweep_budgets(every_s: float) -> None:
     while True:
         await asyncio.sleep(every_s)
         try:
-            swept = await admission_state.stores().budgets.sweep(time.time())
+            workspaces = (await request_state.current_snapshot()).workspaces
+            swept = await admission_state.stores().budgets.sweep(time.time(), workspaces.keys())
         except Exception as error:  # the next round tries again
             failures.failed(error)
             continue

@@ -124,6 +124,9 @@ TRACE_SPOOL_DIR = Path(env.str("SWITCHYARD_TRACE_SPOOL_DIR", str(VAR_DIR / "trac
 TRACE_SPOOL_MB = env.int("SWITCHYARD_TRACE_SPOOL_MB", default=512)
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# REDIS_URL names one node of a Redis Cluster: every store finds the others from it, and
+# keys carry their workspace's hash tag (docs/deployment.md, "Redis Cluster").
+REDIS_CLUSTER = env.bool("SWITCHYARD_REDIS_CLUSTER", default=False)
 # Where budgets and rate limits are kept (gateway/admission/stores.py): auto picks Redis
 # when REDIS_URL is set, else the database on PostgreSQL, else this process.
 ADMISSION_STORE = env.str("SWITCHYARD_ADMISSION_STORE", default="auto")

@@ -90,15 +90,17 @@ def slice_store(series: str = ENDPOINTS) -> SliceStore:
     fleet = fleet_of(settings.SHARED_STATE_PREFIX, series)
     if not settings.REDIS_URL:
         return DatabaseSlices(fleet)
-    return RedisSlices(_redis(settings.REDIS_URL), fleet)
+    return RedisSlices(_redis(settings.REDIS_URL, settings.REDIS_CLUSTER), fleet)
 
 
 @functools.cache
-def _redis(url: str) -> Any:
-    """One client (and connection pool) for every series' store."""
-    from redis import Redis
+def _redis(url: str, cluster: bool) -> Any:
+    """One client (and connection pool) for every series' store; each series is one key,
+    on one master of a Redis Cluster."""
+    from redis import Redis, RedisCluster
 
-    return Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+    connect = RedisCluster.from_url if cluster else Redis.from_url
+    return connect(url, socket_connect_timeout=1, socket_timeout=2)
 
 
 def roll_up(store: SliceStore, now: float) -> int:

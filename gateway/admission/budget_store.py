@@ -17,7 +17,7 @@ cannot answer; the admit step then refuses (503 `budget_store_unavailable`), nev
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,7 +71,11 @@ class BudgetStore(Protocol):
 
     async def read(self, counters: Sequence[str]) -> dict[str, CounterState]: ...
 
-    async def sweep(self, now: float) -> list[Hold]: ...
+    async def sweep(self, now: float, workspace_ids: Collection[int]) -> list[Hold]:
+        """Charge in full the open reservations past their expiry (their request never
+        settled: its process died); those of `workspace_ids` where the store keeps each
+        workspace's apart (Redis), all of them otherwise."""
+        ...
 
 
 def ledger_entries(
@@ -127,7 +131,7 @@ class MemoryBudgetStore:
             return {name: CounterState(s.spent_micros, s.reserved_micros, s.requests)
                     for name in counters for s in (self._counters[name],)}  # fmt: skip
 
-    async def sweep(self, now: float) -> list[Hold]:
+    async def sweep(self, now: float, workspace_ids: Collection[int] = ()) -> list[Hold]:
         """Charge reservations past their expiry (a request that never settled: a bug or a
         task that was killed), and forget counters of periods that are over."""
         with self._lock:

@@ -13,7 +13,7 @@ never disagree. Queries run in the gateway's database thread (`run_sync`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -52,7 +52,7 @@ class DatabaseBudgetStore:
         found: dict[str, CounterState] = await self._run(_read, list(counters))
         return found
 
-    async def sweep(self, now: float) -> list[Hold]:
+    async def sweep(self, now: float, workspace_ids: Collection[int] = ()) -> list[Hold]:
         swept: list[Hold] = await self._run(_sweep, now)
         return swept
 

@@ -54,6 +54,7 @@ from gateway.admission.allowance import (
     shape_of,
 )
 from gateway.admission.budget_store import BudgetStoreUnavailable, Hold, Settled, Verdict
+from gateway.admission.cluster_line import ClusterLine
 from gateway.admission.limits import LimitSpec
 from gateway.admission.redis_limits import RedisLimiter, acquired
 from gateway.admission.redis_line import GivenUp, RedisLine
@@ -70,7 +71,7 @@ MAX_SHAPES = 10_000  # the rooms remembered for allowances (allowance.py): keys 
 class RedisAdmitter:
     limiter: RedisLimiter
     budgets: RedisBudgetStore
-    line: RedisLine  # the scripts' calls go on it; the rest (loading them) on redis-py
+    line: RedisLine | ClusterLine  # the scripts' calls; the rest (loading them) on redis-py
     alerts: Alerts | None = None  # fired for each settlement
     allowance_requests: int = ALLOWANCE_REQUESTS  # 0: Redis admits every request itself
     _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)

@@ -3,24 +3,25 @@ of limits.py, each acquire one Lua script, so every scope and kind of a request 
 and taken atomically, all or nothing, whatever the other replicas do at the same moment.
 
 The scripts read Redis's clock (`TIME`), not the caller's `now`, so replicas with skewed
-clocks agree. Keys, under PREFIX (SWITCHYARD_SHARED_STATE_PREFIX's "switchyard" by default):
+clocks agree. Keys, under PREFIX (SWITCHYARD_SHARED_STATE_PREFIX's "switchyard" by default)
+and the hash tag TAG of the scope's workspace (`{w5}`, redis_store.slot_tag):
 
-    PREFIX:limit:SCOPE:requests|tokens   hash {level, at}: a GCRA bucket (limits.RateState),
-                                         expiring once drained empty
-    PREFIX:limit:SCOPE:concurrent        sorted set lease -> expiry (epoch ms); expired
-                                         leases are dropped before counting
-    PREFIX:lease:LEASE                   an admitted request not yet released (once only)
+    PREFIX:TAG:limit:SCOPE:requests|tokens  hash {level, at}: a GCRA bucket
+                                            (limits.RateState), expiring once drained empty
+    PREFIX:TAG:limit:SCOPE:concurrent       sorted set lease -> expiry (epoch ms); expired
+                                            leases are dropped before counting
+    PREFIX:TAG:lease:LEASE                  an admitted request not yet released (once only)
 
 Unreachable, slow or failing Redis raises `LimitStoreUnavailable`: never an admission
 nobody counted (fail closed; the caller answers 503 `budget_store_unavailable`). All keys
-of one request go to one server: a Redis Cluster would need them under one hash tag."""
+of one request are one workspace's, under its tag: on a Redis Cluster each script runs on
+the one master that holds that workspace's slot."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import redis.asyncio as redis
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
@@ -38,7 +39,7 @@ from gateway.admission.limits import (
     use_of,
     verdict,
 )
-from gateway.admission.redis_store import shared_pool
+from gateway.admission.redis_store import AnyRedis, shared_client, slot_tag
 
 DEFAULT_PREFIX = "switchyard"
 REDIS_ERRORS = (RedisError, OSError)  # OSError: refused connections and socket timeouts
@@ -160,7 +161,7 @@ class RedisLimiter:
     """The LimitStore replicas share. `now` is accepted for the protocol and ignored."""
 
     def __init__(
-        self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, lease_ttl_s: float = LEASE_TTL_S
+        self, client: AnyRedis, *, prefix: str = DEFAULT_PREFIX, lease_ttl_s: float = LEASE_TTL_S
     ) -> None:
         self.client = client
         self.prefix = prefix
@@ -177,8 +178,7 @@ class RedisLimiter:
         # The workers' own bounded pool (redis_store.shared_pool), so a burst of acquires
         # shares a few connections as it does in a gateway, instead of opening one each at
         # once: on a loaded machine those connects timed out.
-        client = redis.Redis(connection_pool=shared_pool(url))
-        return cls(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
+        return cls(shared_client(url), prefix=prefix, lease_ttl_s=lease_ttl_s)
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -200,7 +200,7 @@ class RedisLimiter:
         caller that sends it in a pipeline with other commands (gateway/admission/
         redis_admitter.py); `requests` > 1 takes a worker's allowance (allowance.py)."""
         planned = plan_checks(specs, tokens=tokens, requests=requests)
-        keys = [self._lease_key(lease)] + [self._key(p.scope, p.kind) for p in planned]
+        keys = [self._lease_key(lease, specs)] + [self._key(p.scope, p.kind) for p in planned]
         args: list[str | int] = [lease, self.lease_ttl_ms]
         for one in planned:
             args += [one.kind.value, one.limit, one.cost]
@@ -227,7 +227,7 @@ class RedisLimiter:
     ) -> tuple[list[str], list[str | int]]:
         """The release script's (keys, args); only the lease key when there is nothing to
         give back (requests-per-minute limits alone), and the call can be skipped."""
-        keys = [self._lease_key(lease)]
+        keys = [self._lease_key(lease, specs)]
         args: list[str | int] = [lease, tokens_used - tokens_reserved]
         for spec in specs:
             if spec.tokens_per_minute:  # not None, nor 0 (nothing to settle against)
@@ -243,7 +243,7 @@ class RedisLimiter:
     ) -> tuple[list[str], list[str | int]]:
         """The release script's (keys, args) that give back the `unused` requests of an
         allowance taken under `lease` (allowance.py)."""
-        keys = [self._lease_key(lease)]
+        keys = [self._lease_key(lease, specs)]
         args: list[str | int] = [lease, -unused]
         for spec in specs:
             if spec.requests_per_minute is not None:
@@ -271,10 +271,13 @@ class RedisLimiter:
         return self._acquire, self._release
 
     def _key(self, scope: str, kind: Kind) -> str:
-        return f"{self.prefix}:limit:{scope}:{kind.value}"
+        return f"{self.prefix}:{slot_tag(scope)}:limit:{scope}:{kind.value}"
 
-    def _lease_key(self, lease: str) -> str:
-        return f"{self.prefix}:lease:{lease}"
+    def _lease_key(self, lease: str, specs: Sequence[LimitSpec]) -> str:
+        """Under the tag of the limits' workspace (one request's limits are one
+        workspace's), so the lease lies in their slot."""
+        tag = slot_tag(specs[0].scope) if specs else "{lease}"
+        return f"{self.prefix}:{tag}:lease:{lease}"
 
 
 def acquired(reply: Sequence[Any], planned: Sequence[PlannedCheck]) -> LimitVerdict:

@@ -155,13 +155,19 @@ class RedisLine:
         call cancelled after its commands were written: what they did, undone."""
         if not commands:  # (nothing to wait for: a reply would never come to resolve it)
             return []
-        line = self._open
-        if line is None or line.lost is not None or self._loop is not asyncio.get_running_loop():
-            line = await self._connected()
-        replies = line.send(commands, given_up)
+        replies = (await self.connected()).send(commands, given_up)
         if meanwhile is not None:
             meanwhile()
         return await replies
+
+    async def connected(self) -> _Replies:
+        """The open connection, connecting first when there is none: its `send` writes
+        commands at once and gives the future of their replies (call's first half, for a
+        caller writing on several lines before it waits: cluster_line.py)."""
+        line = self._open
+        if line is None or line.lost is not None or self._loop is not asyncio.get_running_loop():
+            line = await self._connected()
+        return line
 
     async def close(self) -> None:
         if self._open is not None and self._open.transport is not None:

@@ -20,7 +20,7 @@ settlement made while Redis cannot be reached still reaches the ledger
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import redis.asyncio as redis
@@ -40,13 +40,17 @@ from gateway.admission.budgets import Charge, tightest
 from gateway.admission.ledger import Ledger
 from gateway.admission.single_flight import SingleFlight
 
-# Keys: `{prefix}:budget:{counter}` (a hash: spent, reserved, requests), `…:budget:open`
-# (a sorted set: request id -> expiry), `…:budget:res:{id}` (an open reservation) and
+AnyRedis = redis.Redis | redis.RedisCluster
+
+# Keys, each under its workspace's hash tag (`{w5}`, `slot_tag`), so that every key one
+# script touches lies in one Redis Cluster slot and workspaces spread over the masters:
+# `{prefix}:{w5}:budget:{counter}` (a hash: spent, reserved, requests), `…:budget:open` (a
+# sorted set: request id -> expiry), `…:budget:res:{id}` (an open reservation) and
 # `…:budget:done:{id}` (settled or swept: kept until DONE_KEEP_S after the reservation's
 # expiry, by when no settlement of it can still come — a request settles by its deadline, and
 # the reservation outlives that by a minute; kept a day, one a budgeted request, they held
 # ~8.6 M keys at 100 requests/s). The prefix is the installation's
-# SWITCHYARD_SHARED_STATE_PREFIX; `@` stands for it below.
+# SWITCHYARD_SHARED_STATE_PREFIX. The scripts name every key they touch in KEYS.
 KEEP_AFTER_PERIOD_S = 86_400
 DONE_KEEP_S = 3_600
 SWEEP_BATCH = 200
@@ -60,59 +64,63 @@ POOL_CONNECTIONS = 64  # per worker; calls take well under a millisecond each
 # turned some budget refusals (402) into 503s.
 POOL_WAIT_S = 10.0
 
-# KEYS: counters; ARGV: amount, request id, expiry, reservation (JSON), then per counter
-# its cap and its expiry time (epoch seconds). -> {"missing", i...} | {"refused", i, used...}
-# | {"ok", used...} (used: spent + reserved of each counter, after reserving when ok).
+# KEYS: the open set, the reservation, then the counters; ARGV: amount, request id,
+# expiry, reservation (JSON), then per counter its cap and its expiry time (epoch seconds).
+# -> {"missing", i...} | {"refused", i, used...} | {"ok", used...} (i: a counter's place
+# among the counters; used: spent + reserved of each, after reserving when ok).
 RESERVE = """
 local amount = tonumber(ARGV[1])
+local n = #KEYS - 2
 local missing, states = {}, {}
-for i = 1, #KEYS do
-  states[i] = redis.call('HMGET', KEYS[i], 'spent', 'reserved')  -- one call a counter
-  if not states[i][1] and redis.call('EXISTS', KEYS[i]) == 0 then
+for i = 1, n do
+  local key = KEYS[i + 2]
+  states[i] = redis.call('HMGET', key, 'spent', 'reserved')  -- one call a counter
+  if not states[i][1] and redis.call('EXISTS', key) == 0 then
     missing[#missing + 1] = i
   end
 end
 if #missing > 0 then return {'missing', unpack(missing)} end
 local used = {}
 local refused = 0
-for i = 1, #KEYS do
+for i = 1, n do
   used[i] = tonumber(states[i][1] or '0') + tonumber(states[i][2] or '0')
   if refused == 0 and used[i] + amount > tonumber(ARGV[3 + 2 * i]) then refused = i end
 end
 if refused > 0 then return {'refused', refused, unpack(used)} end
-for i = 1, #KEYS do
-  redis.call('HINCRBY', KEYS[i], 'reserved', amount)
-  redis.call('HINCRBY', KEYS[i], 'requests', 1)  -- counted when admitted (route rate nodes)
-  redis.call('EXPIREAT', KEYS[i], ARGV[4 + 2 * i])
+for i = 1, n do
+  local key = KEYS[i + 2]
+  redis.call('HINCRBY', key, 'reserved', amount)
+  redis.call('HINCRBY', key, 'requests', 1)  -- counted when admitted (route rate nodes)
+  redis.call('EXPIREAT', key, ARGV[4 + 2 * i])
   used[i] = used[i] + amount
 end
-redis.call('SET', '@:budget:res:' .. ARGV[2], ARGV[4])
-redis.call('ZADD', '@:budget:open', ARGV[3], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[4])
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
 return {'ok', unpack(used)}
 """
 
-# KEYS: counters; ARGV: amount, cost, request id, "sweep" when the sweeper calls ("cancel":
-# the reservation goes back unspent and uncounted, a request refused by its rate limits),
-# until when (epoch seconds) the `done` marker is kept, and how many requests the
-# reservation was for (an allowance's, allowance.py; 1 if absent). -> {} when there is nothing to
-# settle, else each counter's spent after (-1: Redis lost it). A reservation no longer
-# open was settled or swept (its `done` marker says so) — or forgotten by a flush, when its
-# cost still counts though its reservation is gone. A counter a flush took is left absent:
-# made here, it would hold this cost alone and never be rebuilt; the next reservation
-# rebuilds it from the ledger, this cost's row included.
+# KEYS: the open set, the reservation, its `done` marker, then the counters; ARGV: amount,
+# cost, request id, "sweep" when the sweeper calls ("cancel": the reservation goes back
+# unspent and uncounted, a request refused by its rate limits), until when (epoch seconds)
+# the `done` marker is kept, and how many requests the reservation was for (an
+# allowance's, allowance.py; 1 if absent). -> {} when there is nothing to settle, else each
+# counter's spent after (-1: Redis lost it). A reservation no longer open was settled or
+# swept (its `done` marker says so) — or forgotten by a flush, when its cost still counts
+# though its reservation is gone. A counter a flush took is left absent: made here, it
+# would hold this cost alone and never be rebuilt; the next reservation rebuilds it from
+# the ledger, this cost's row included.
 SETTLE = """
 local reserved_delta = tonumber(ARGV[1])
 local requests = tonumber(ARGV[6] or '1')
-local done = '@:budget:done:' .. ARGV[3]
-if redis.call('ZREM', '@:budget:open', ARGV[3]) == 0 then
-  if ARGV[4] == 'sweep' or redis.call('EXISTS', done) == 1 then return {} end
+if redis.call('ZREM', KEYS[1], ARGV[3]) == 0 then
+  if ARGV[4] == 'sweep' or redis.call('EXISTS', KEYS[3]) == 1 then return {} end
   reserved_delta = 0
 else
-  redis.call('DEL', '@:budget:res:' .. ARGV[3])
+  redis.call('DEL', KEYS[2])
 end
-redis.call('SET', done, 1, 'EXAT', ARGV[5])
+redis.call('SET', KEYS[3], 1, 'EXAT', ARGV[5])
 if ARGV[4] == 'cancel' then  -- given back unused: the request was never admitted
-  for i = 1, #KEYS do
+  for i = 4, #KEYS do
     if redis.call('EXISTS', KEYS[i]) == 1 then
       if redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta) < 0 then
         redis.call('HSET', KEYS[i], 'reserved', 0)
@@ -123,15 +131,15 @@ if ARGV[4] == 'cancel' then  -- given back unused: the request was never admitte
   return {}
 end
 local after = {}
-for i = 1, #KEYS do
+for i = 4, #KEYS do
   if redis.call('EXISTS', KEYS[i]) == 0 then
-    after[i] = -1
+    after[i - 3] = -1
   else
     if reserved_delta > 0 then
       local reserved = redis.call('HINCRBY', KEYS[i], 'reserved', -reserved_delta)
       if reserved < 0 then redis.call('HSET', KEYS[i], 'reserved', 0) end
     end
-    after[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
+    after[i - 3] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[2])
     -- a reservation a flush forgot: the rebuilt counter does not count its request yet
     if reserved_delta == 0 then
       redis.call('HINCRBY', KEYS[i], 'requests', requests)
@@ -168,19 +176,52 @@ def shared_pool(url: str) -> redis.BlockingConnectionPool:
     )  # fmt: skip
 
 
+def shared_client(url: str, *, cluster: bool = False) -> AnyRedis:
+    """The worker's client for the admission's scripts and reads: on a Redis Cluster
+    (SWITCHYARD_REDIS_CLUSTER) redis-py's cluster client, which finds every master from
+    the one node `url` names and sends each command to its key's master; a pool per
+    master, connections opened as calls need them."""
+    if cluster:
+        return redis.RedisCluster.from_url(
+            url, socket_connect_timeout=2, socket_timeout=2, health_check_interval=30
+        )
+    return redis.Redis(connection_pool=shared_pool(url))
+
+
+def workspace_tag(workspace_id: int) -> str:
+    """The hash tag of a workspace's keys: Redis Cluster puts every key with the same tag
+    in one slot, so a script may touch them all, and spreads workspaces over masters."""
+    return f"{{w{workspace_id}}}"
+
+
+def slot_tag(name: str) -> str:
+    """The hash tag of a budget counter's or a limit scope's keys: its workspace's
+    (`ws:5:…` and `key:5:…`, budgets.py, name workspace 5)."""
+    parts = name.split(":", 2)
+    return f"{{w{parts[1]}}}" if len(parts) > 1 else f"{{{name}}}"
+
+
 class RedisBudgetStore:
-    def __init__(self, client: redis.Redis, ledger: Ledger, prefix: str) -> None:
-        self.client, self.ledger = client, ledger
-        self.keys = f"{prefix}:budget:"
-        self.open = self.keys + "open"
-        self._reserve = client.register_script(RESERVE.replace("@", prefix))
-        self._settle = client.register_script(SETTLE.replace("@", prefix))
+    def __init__(self, client: AnyRedis, ledger: Ledger, prefix: str) -> None:
+        self.client, self.ledger, self.prefix = client, ledger, prefix
+        self._reserve = client.register_script(RESERVE)
+        self._settle = client.register_script(SETTLE)
         self._rebuild = client.register_script(REBUILD)
         self._rebuilds = SingleFlight(self._rebuild_now)
 
     @classmethod
-    def from_url(cls, url: str, ledger: Ledger, prefix: str) -> RedisBudgetStore:
-        return cls(redis.Redis(connection_pool=shared_pool(url)), ledger, prefix)
+    def from_url(
+        cls, url: str, ledger: Ledger, prefix: str, *, cluster: bool = False
+    ) -> RedisBudgetStore:
+        return cls(shared_client(url, cluster=cluster), ledger, prefix)
+
+    def counter_key(self, counter: str) -> str:
+        return f"{self.prefix}:{slot_tag(counter)}:budget:{counter}"
+
+    def hold_keys(self, workspace_id: int, request_id: str) -> list[str]:
+        """The open set, the reservation and its `done` marker of a workspace's request."""
+        base = f"{self.prefix}:{workspace_tag(workspace_id)}:budget:"
+        return [base + "open", f"{base}res:{request_id}", f"{base}done:{request_id}"]
 
     async def reserve(self, hold: Hold) -> Verdict:
         keys, args = self.reserve_call(hold)
@@ -192,7 +233,8 @@ class RedisBudgetStore:
 
     def reserve_call(self, hold: Hold) -> tuple[list[str], list[Any]]:
         """The reserve script's (keys, args), for a caller that pipelines it."""
-        keys = [self.keys + c.counter for c in hold.charges]
+        keys = self.hold_keys(hold.workspace_id, hold.request_id)[:2]
+        keys += [self.counter_key(c.counter) for c in hold.charges]
         names = [c.counter for c in hold.charges]
         record = json.dumps(
             {"counters": names, "workspace": hold.workspace_id, "amount": hold.amount_micros}
@@ -227,16 +269,19 @@ class RedisBudgetStore:
     def cancel_call(self, hold: Hold) -> tuple[list[str], list[Any]]:
         """The settle script's (keys, args) that give a reservation back unspent: its
         request was refused after all (by its rate limits)."""
-        keys = [self.keys + c.counter for c in hold.charges]
-        return keys, [hold.amount_micros, 0, hold.request_id, "cancel", _done_until(hold)]
+        return self._settle_keys(hold), [hold.amount_micros, 0, hold.request_id, "cancel",
+                                         _done_until(hold)]  # fmt: skip
 
     def settle_call(
         self, hold: Hold, cost_micros: int, requests: int = 1
     ) -> tuple[list[str], list[Any]]:
         """`requests`: how many requests `hold` reserved for (an allowance's, allowance.py)."""
-        keys = [self.keys + c.counter for c in hold.charges]
         args = [hold.amount_micros, cost_micros, hold.request_id, "", _done_until(hold)]
-        return keys, args + [requests] if requests != 1 else args
+        return self._settle_keys(hold), args + [requests] if requests != 1 else args
+
+    def _settle_keys(self, hold: Hold) -> list[str]:
+        keys = self.hold_keys(hold.workspace_id, hold.request_id)
+        return keys + [self.counter_key(c.counter) for c in hold.charges]
 
     def settled(
         self, hold: Hold, cost_micros: int, now: float, after: Sequence[Any], requests: int = 1
@@ -271,7 +316,7 @@ class RedisBudgetStore:
         try:
             async with self.client.pipeline(transaction=False) as pipe:
                 for name in counters:
-                    pipe.hmget(self.keys + name, "spent", "reserved", "requests")
+                    pipe.hmget(self.counter_key(name), "spent", "reserved", "requests")
                 replies = await pipe.execute()
         except REDIS_ERRORS as error:
             raise BudgetStoreUnavailable(str(error)) from error
@@ -286,25 +331,33 @@ class RedisBudgetStore:
                 found[name] = CounterState(int(spent), int(reserved or 0), int(requests or 0))
         return found
 
-    async def sweep(self, now: float) -> list[Hold]:
-        """Charge the whole amount of reservations past their expiry (their process died)."""
+    async def sweep(self, now: float, workspace_ids: Collection[int]) -> list[Hold]:
+        """Charge the whole amount of reservations past their expiry (their process died):
+        those of `workspace_ids`, each workspace's open set on the master that holds it."""
+        ids = list(workspace_ids)
         try:
-            expired = await self.client.zrangebyscore(self.open, "-inf", now, start=0,
-                                                      num=SWEEP_BATCH)  # fmt: skip
-            records = [await self.client.get(self.keys + "res:" + _text(rid)) for rid in expired]
+            async with self.client.pipeline(transaction=False) as pipe:
+                for workspace_id in ids:
+                    open_set = self.hold_keys(workspace_id, "")[0]
+                    pipe.zrangebyscore(open_set, "-inf", now, start=0, num=SWEEP_BATCH)
+                found = zip(ids, await pipe.execute(), strict=True)
+                expired = [(ws, _text(rid)) for ws, rids in found for rid in rids]
+            async with self.client.pipeline(transaction=False) as pipe:
+                for workspace_id, rid in expired:
+                    pipe.get(self.hold_keys(workspace_id, rid)[1])
+                records = await pipe.execute() if expired else []
         except REDIS_ERRORS as error:
             raise BudgetStoreUnavailable(str(error)) from error
         swept = []
-        for rid, raw in zip(expired, records, strict=True):
+        for (_, rid), raw in zip(expired, records, strict=True):
             if raw is None:
                 continue
             data = json.loads(raw)
             charges = tuple(Charge(name, 0, 0.0, ()) for name in data["counters"])
-            hold = Hold(_text(rid), data["workspace"], charges, data["amount"], now)
-            keys = [self.keys + name for name in data["counters"]]
-            if await self._call(self._settle, keys, [hold.amount_micros, hold.amount_micros,
-                                                     hold.request_id, "sweep",
-                                                     _done_until(hold)]):  # fmt: skip
+            hold = Hold(rid, data["workspace"], charges, data["amount"], now)
+            if await self._call(self._settle, self._settle_keys(hold),
+                                [hold.amount_micros, hold.amount_micros, hold.request_id,
+                                 "sweep", _done_until(hold)]):  # fmt: skip
                 self.ledger.record(ledger_entries(hold, hold.amount_micros, "expired", now))
                 swept.append(hold)
         if swept:
@@ -321,7 +374,7 @@ class RedisBudgetStore:
         for name in counters:
             spent, requests = totals.get(name, (0, 0))
             args += [spent, requests, int(period_end(name)) + KEEP_AFTER_PERIOD_S]
-        await self._call(self._rebuild, [self.keys + name for name in counters], args)
+        await self._call(self._rebuild, [self.counter_key(name) for name in counters], args)
 
     async def _call(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         try:

@@ -2,7 +2,8 @@
 `REDIS_URL` is set — budgets and rate limits the same on every replica; without Redis,
 budgets in the database when it is PostgreSQL (shared by every worker) and in this
 process on SQLite (the embedded default, one process), rate limits in this process.
-`SWITCHYARD_ADMISSION_STORE` (`redis`, `database`, `memory`) overrides the choice."""
+`SWITCHYARD_ADMISSION_STORE` (`redis`, `database`, `memory`) overrides the choice; with
+`SWITCHYARD_REDIS_CLUSTER` set, REDIS_URL names one node of a Redis Cluster."""
 
 from __future__ import annotations
 
@@ -10,19 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as redis
-
 from gateway.admission.admitter import Admitter, StoreAdmitter
 from gateway.admission.alerts import Alerts
 from gateway.admission.allowance import ALLOWANCE_REQUESTS
 from gateway.admission.budget_store import BudgetStore, MemoryBudgetStore
+from gateway.admission.cluster_line import ClusterLine
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
 from gateway.admission.limit_store import LimitStore, MemoryLimiter
 from gateway.admission.redis_admitter import RedisAdmitter
 from gateway.admission.redis_limits import RedisLimiter
 from gateway.admission.redis_line import RedisLine
-from gateway.admission.redis_store import RedisBudgetStore, shared_pool
+from gateway.admission.redis_store import RedisBudgetStore, shared_client
 
 STORE_KINDS = ("auto", "redis", "database", "memory")
 
@@ -49,10 +49,11 @@ def choose_kind(configured: str, redis_url: str, database_vendor: str) -> str:
 def create_stores(
     kind: str, *, redis_url: str, prefix: str, lease_ttl_s: float,
     run_sync: Callable[[Callable[..., Any]], Any], flush_s: float,
-    allowance_requests: int = ALLOWANCE_REQUESTS,
+    allowance_requests: int = ALLOWANCE_REQUESTS, cluster: bool = False,
 ) -> AdmissionStores:  # fmt: skip
     """`prefix` names this installation's Redis keys; `lease_ttl_s` outlives any request;
-    `allowance_requests` sizes a worker's allowances on Redis (0: none; allowance.py)."""
+    `allowance_requests` sizes a worker's allowances on Redis (0: none; allowance.py);
+    `cluster`: `redis_url` is a node of a Redis Cluster."""
     if allowance_requests < 0:
         raise ValueError("SWITCHYARD_ALLOWANCE_REQUESTS is a number of requests, 0 or more")
     ledger = Ledger(flush_s=flush_s, run_sync=run_sync)
@@ -60,11 +61,13 @@ def create_stores(
     if kind == "redis":
         if not redis_url:
             raise ValueError("SWITCHYARD_ADMISSION_STORE=redis needs REDIS_URL")
-        client = redis.Redis(connection_pool=shared_pool(redis_url))  # one pool for both
+        if cluster and ("{" in prefix or "}" in prefix):  # the workspaces' tags come first
+            raise ValueError("SWITCHYARD_SHARED_STATE_PREFIX must not hold { or } on a cluster")
+        client = shared_client(redis_url, cluster=cluster)  # one pool for both
         in_redis = RedisBudgetStore(client, ledger, prefix)
         limiter = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
-        admitter = RedisAdmitter(limiter, in_redis, RedisLine(redis_url), alerts,
-                                 allowance_requests)  # fmt: skip
+        line = ClusterLine(redis_url) if cluster else RedisLine(redis_url)
+        admitter = RedisAdmitter(limiter, in_redis, line, alerts, allowance_requests)
         return AdmissionStores(kind, ledger, in_redis, limiter, admitter)
     budgets: BudgetStore
     budgets = DatabaseBudgetStore(run_sync) if kind == "database" else MemoryBudgetStore(ledger)

@@ -30,9 +30,18 @@ def _database_ok() -> bool:
         return False
 
 
-async def _redis_ok(url: str) -> bool:
+async def _redis_ok(url: str, cluster: bool) -> bool:
+    """Redis answers: on a cluster, every master (each holds some workspaces' budgets)."""
     import redis.asyncio as redis
 
+    if cluster:
+        nodes = redis.RedisCluster.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        try:
+            return bool(await nodes.ping(target_nodes=redis.RedisCluster.PRIMARIES))
+        except Exception:
+            return False
+        finally:
+            await nodes.aclose()
     client = redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
     try:
         return bool(await client.ping())
@@ -45,7 +54,7 @@ async def _redis_ok(url: str) -> bool:
 async def healthz(request: HttpRequest) -> HttpResponse:
     checks = {"database": await in_db_thread(_database_ok)()}
     if settings.REDIS_URL:
-        checks["redis"] = await _redis_ok(settings.REDIS_URL)
+        checks["redis"] = await _redis_ok(settings.REDIS_URL, settings.REDIS_CLUSTER)
     store = admission_state.stores().kind
     checks["budget_store"] = {"redis": checks.get("redis", False),
                               "database": checks["database"]}.get(store, True)  # fmt: skip

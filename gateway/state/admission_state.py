@@ -22,7 +22,7 @@ def stores() -> AdmissionStores:
             kind, redis_url=settings.REDIS_URL, prefix=settings.SHARED_STATE_PREFIX,
             lease_ttl_s=settings.GATEWAY.total_timeout_s + 60, run_sync=in_db_thread,
             flush_s=settings.GATEWAY.trace_flush_s,
-            allowance_requests=settings.ALLOWANCE_REQUESTS,
+            allowance_requests=settings.ALLOWANCE_REQUESTS, cluster=settings.REDIS_CLUSTER,
         )  # fmt: skip
     return _stores
 

@@ -106,7 +106,9 @@ def _create_stores() -> _SharedStores:
         cache_pins=SessionPins(ttl_s=CACHE_PIN_TTL_S),
         warm_targets=SessionPins(ttl_s=WARM_CACHE_TTL_S),
         tier_pins=InProcessTierPins(),
-        sharing=SharedState(settings.REDIS_URL, settings.SHARED_STATE_PREFIX)
+        sharing=SharedState(
+            settings.REDIS_URL, settings.SHARED_STATE_PREFIX, cluster=settings.REDIS_CLUSTER
+        )
         if settings.REDIS_URL
         else None,
     )

@@ -18,7 +18,10 @@ message; `until` is wall-clock epoch seconds, `node` lets a replica skip its own
     {"node": "9f…", "store": "tier_pins", "key": "ALIAS|SESSION", "value": "hard", "until": …}
 
 stored under PREFIX:state:STORE:KEY and published on PREFIX:changes (PREFIX is
-SWITCHYARD_SHARED_STATE_PREFIX, "switchyard" by default).
+SWITCHYARD_SHARED_STATE_PREFIX, "switchyard" by default). On a Redis Cluster
+(SWITCHYARD_REDIS_CLUSTER) the keys spread over the masters, the load scans each, and the
+messages go one by one (a cluster pipeline cannot carry PUBLISH); any node relays them to
+every subscriber.
 
 The stores decide what is worth telling (routing/engine/affinity/keeping.py,
 routing/engine/tiers/pins.py): new
@@ -41,6 +44,7 @@ from dataclasses import dataclass
 import orjson
 import redis.asyncio as redis
 from redis import Redis as SyncRedis
+from redis import RedisCluster as SyncRedisCluster
 from redis.exceptions import RedisError
 
 from routing.engine.affinity.keeping import SessionPins
@@ -64,6 +68,7 @@ TIER_PINS = "tier_pins"
 CONFIG = "config"  # a message only, never a key: "the configuration version moved"
 
 Apply = Callable[[str, str, float], None]  # (key, value, until) into a local store
+AnyRedis = redis.Redis | redis.RedisCluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +80,12 @@ class Change:
 
 
 class SharedState:
-    def __init__(self, url: str, prefix: str, node_id: str | None = None) -> None:
+    def __init__(
+        self, url: str, prefix: str, node_id: str | None = None, *, cluster: bool = False
+    ) -> None:
         self.url = url
         self.prefix = prefix
+        self.cluster = cluster
         self.channel = f"{prefix}:changes"
         self.node_id = node_id or uuid.uuid4().hex
         self._appliers: dict[str, Apply] = {}
@@ -134,12 +142,13 @@ class SharedState:
         if not self.running:  # never started, or its event loop has gone (tests)
             self._loop = loop
             self._wakeup, self._loaded = asyncio.Event(), asyncio.Event()
-            client = redis.from_url(
-                self.url,
-                socket_connect_timeout=CONNECT_TIMEOUT_S,
-                socket_timeout=COMMAND_TIMEOUT_S,
-                health_check_interval=30,
+            connect: Callable[..., AnyRedis] = (
+                redis.RedisCluster.from_url if self.cluster else redis.from_url
             )
+            client = connect(
+                self.url, socket_connect_timeout=CONNECT_TIMEOUT_S,
+                socket_timeout=COMMAND_TIMEOUT_S, health_check_interval=30,
+            )  # fmt: skip
             self._tasks = [
                 loop.create_task(self._write_forever(client), name="shared-state-writer"),
                 loop.create_task(self._read_forever(client), name="shared-state-reader"),
@@ -182,7 +191,7 @@ class SharedState:
         else:  # a sync view's thread
             loop.call_soon_threadsafe(self._wakeup.set)
 
-    async def _write_forever(self, client: redis.Redis) -> None:
+    async def _write_forever(self, client: AnyRedis) -> None:
         while True:
             if not self._outbox:
                 self._wakeup.clear()
@@ -192,18 +201,21 @@ class SharedState:
             while not await self._write(client, batch):
                 await asyncio.sleep(RETRY_S)
 
-    async def _write(self, client: redis.Redis, batch: list[Change]) -> bool:
+    async def _write(self, client: AnyRedis, batch: list[Change]) -> bool:
         """Store and publish the changes that have not lapsed; False while Redis is down."""
         now = time.time()
+        records = [(change, self._record(change)) for change in batch if change.until > now]
         try:
             async with client.pipeline(transaction=False) as pipe:
-                for change in batch:
-                    if change.until > now:
-                        record = self._record(change)
-                        key = f"{self.prefix}:state:{change.store}:{change.key}"
-                        pipe.set(key, record, pxat=int(change.until * 1000))
+                for change, record in records:
+                    key = f"{self.prefix}:state:{change.store}:{change.key}"
+                    pipe.set(key, record, pxat=int(change.until * 1000))
+                    if not self.cluster:
                         pipe.publish(self.channel, record)
                 await pipe.execute()
+            if self.cluster:
+                for _, record in records:
+                    await client.publish(self.channel, record)
         except REDIS_ERRORS as error:
             self._went_down(error)
             return False
@@ -212,14 +224,14 @@ class SharedState:
         self._came_back()
         return True
 
-    async def _read_forever(self, client: redis.Redis) -> None:
+    async def _read_forever(self, client: AnyRedis) -> None:
         try:
             await self._read(client)
         finally:  # also when the loop ends without stop() (asyncio.run cancels its tasks)
             with contextlib.suppress(*REDIS_ERRORS):
                 await client.aclose()
 
-    async def _read(self, client: redis.Redis) -> None:
+    async def _read(self, client: AnyRedis) -> None:
         while True:
             try:
                 async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
@@ -240,10 +252,12 @@ class SharedState:
             self._loaded.set()  # start-up does not wait for a Redis that is down
             await asyncio.sleep(RETRY_S)
 
-    async def _load(self, client: redis.Redis) -> None:
+    async def _load(self, client: AnyRedis) -> None:
         keys = [key async for key in client.scan_iter(match=f"{self.prefix}:state:*", count=1000)]
         for start in range(0, len(keys), BATCH):
-            for raw in await client.mget(keys[start : start + BATCH]):
+            some = keys[start : start + BATCH]
+            found = await (client.mget_nonatomic(some) if self.cluster else client.mget(some))
+            for raw in found:
                 if raw is not None:
                     self._apply(raw)
 
@@ -280,7 +294,7 @@ class SharedState:
             log.info("shared state: Redis reachable again; sharing cooldowns and pins")
 
 
-def announce_config_change(url: str, prefix: str) -> None:
+def announce_config_change(url: str, prefix: str, *, cluster: bool = False) -> None:
     """Tell every replica, now, that the configuration version moved (synchronous: the
     writer is a management command or a management API view). The replicas' readers
     check their snapshot's version stamp at once; Redis down, they notice at their next
@@ -288,14 +302,13 @@ def announce_config_change(url: str, prefix: str) -> None:
     record = orjson.dumps({"node": "writer", "store": CONFIG, "key": "version", "value": "",
                            "until": time.time() + 60})  # fmt: skip
     try:
-        _announcer(url).publish(f"{prefix}:changes", record)
+        _announcer(url, cluster).publish(f"{prefix}:changes", record)
     except REDIS_ERRORS as error:
         log.warning("could not announce a configuration change on Redis (%s)", error)
 
 
 @functools.cache
-def _announcer(url: str) -> SyncRedis:
+def _announcer(url: str, cluster: bool) -> SyncRedis | SyncRedisCluster:
     """One pooled client per process: an `apply` saving many rows announces each."""
-    return SyncRedis.from_url(
-        url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=COMMAND_TIMEOUT_S
-    )
+    connect = SyncRedisCluster.from_url if cluster else SyncRedis.from_url
+    return connect(url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=COMMAND_TIMEOUT_S)

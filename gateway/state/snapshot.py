@@ -173,7 +173,9 @@ def _on_config_change(sender: type[models.Model], **kwargs: object) -> None:
     transaction.on_commit(bump_version)
     if settings.REDIS_URL:  # replicas sharing Redis check at once, not at their next poll
         transaction.on_commit(
-            lambda: announce_config_change(settings.REDIS_URL, settings.SHARED_STATE_PREFIX)
+            lambda: announce_config_change(
+                settings.REDIS_URL, settings.SHARED_STATE_PREFIX, cluster=settings.REDIS_CLUSTER
+            )
         )
 
 

@@ -354,7 +354,7 @@ def test_r_lim_2_a_settlement_redis_cannot_take_still_reaches_the_ledger() -> No
         ]
         # and a Redis that comes back empty (a restart) counts it: rebuilt from the ledger
         await admitter.budgets.client.delete(
-            *await admitter.budgets.client.keys(f"{admitter.budgets.keys}*")
+            *await admitter.budgets.client.keys(f"{admitter.budgets.prefix}:*:budget:*")
         )
         admitter.line = line
         assert (await admitter.budgets.read([counter]))[counter].spent_micros == 400

@@ -176,7 +176,8 @@ def test_r_lim_2_a_worker_killed_with_an_allowance_open_is_charged_it_whole_by_t
         assert allowance is not None
         assert allowance.hold is not None
         # when the sweeper runs after its reservation expired
-        swept = await admitter.budgets.sweep(allowance.hold.expires_at + 1)
+        hold = allowance.hold
+        swept = await admitter.budgets.sweep(hold.expires_at + 1, [hold.workspace_id])
         # then it charged the whole reservation: eight requests' worst case
         assert [h.request_id for h in swept] == [allowance.id]
         assert await _counter(admitter, now) == (300 + 8 * WORST, 0, 2)
@@ -199,7 +200,7 @@ def test_r_pol_2_a_redis_flush_rebuilds_an_allowances_spending_and_requests_from
         await admitter.budgets.ledger.flush()
         counter = _hold("x", now).charges[0].counter
         # when Redis loses the counter
-        await admitter.budgets.client.delete(admitter.budgets.keys + counter)
+        await admitter.budgets.client.delete(admitter.budgets.counter_key(counter))
         # then it is rebuilt from the ledger: what the four cost, and four requests
         assert await _counter(admitter, now) == (1000, 0, 4)
         totals = await asyncio.to_thread(stored_totals, [counter])

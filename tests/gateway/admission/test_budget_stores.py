@@ -14,20 +14,17 @@ import asyncio
 import os
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 import redis.asyncio as redis
-from asgiref.sync import sync_to_async
-from django.db import connection, connections
+from django.db import connection
 
 from gateway.admission.budget_store import BudgetStore, Hold, MemoryBudgetStore, ledger_entries
 from gateway.admission.budgets import BudgetRule, charges
 from gateway.admission.database_store import DatabaseBudgetStore
 from gateway.admission.ledger import Ledger
 from gateway.admission.redis_store import RedisBudgetStore, shared_pool
-from tests.gateway.admission.conftest import redis_prefix
+from tests.gateway.admission.conftest import redis_prefix, run_sync
 from workspaces.models import SpendEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,17 +32,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 REPEATS = int(os.environ.get("SWITCHYARD_RACE_REPEATS", "1"))
 WORST = 1_000  # micro-dollars a request reserves
-_pool = ThreadPoolExecutor(max_workers=8)  # concurrent transactions, one connection each
-
-
-def run_sync(func: Any) -> Any:
-    def closing(*args: Any) -> Any:
-        try:
-            return func(*args)
-        finally:  # no connection left open in a pool thread when the test database goes
-            connections.close_all()
-
-    return sync_to_async(closing, thread_sensitive=False, executor=_pool)
 
 
 def ledger() -> Ledger:
@@ -127,7 +113,7 @@ def test_r_lim_2_redis_forgets_a_settled_reservation_an_hour_after_it_would_have
         assert await store.settle(request, 300, now) is not None
         # then what makes a second settlement a no-op is kept past the last moment one could
         # come (the reservation's expiry), not a day for every budgeted request
-        ttl = await store.client.ttl(f"{store.keys}done:{request.request_id}")
+        ttl = await store.client.ttl(store.hold_keys(request.workspace_id, request.request_id)[2])
         assert 120 < ttl <= 120 + 3600
         assert await store.settle(request, 300, now) is None
 
@@ -141,7 +127,7 @@ def test_r_lim_2_an_abandoned_reservation_is_swept_and_charged_whole(make) -> No
         gone = hold(f"ws:swept-{uuid.uuid4().hex[:8]}", "gone", now, expires_in_s=-1)
         assert (await store.reserve(gone)).admitted
         # when the sweeper runs after its expiry (its process died mid-request)
-        swept = await store.sweep(now)
+        swept = await store.sweep(now, [gone.workspace_id])
         # then it was charged its whole reservation, once, and a late settlement is ignored
         assert [h.request_id for h in swept] == ["gone"]
         assert await store.settle(gone, 1, now) is None
@@ -203,7 +189,7 @@ async def _spent_three_times_400(store: RedisBudgetStore, scope: str, now: float
 
 async def _lose_everything(store: RedisBudgetStore) -> None:
     """What a flush does to this store's keys."""
-    keys = [key async for key in store.client.scan_iter(match=f"{store.keys}*")]
+    keys = [key async for key in store.client.scan_iter(match=f"{store.prefix}:*:budget:*")]
     await store.client.delete(*keys)
 
 

@@ -153,8 +153,8 @@ def test_r_lim_1_one_refusing_scope_takes_nothing_anywhere():
         # when a request through the workspace and the key is refused
         assert not (await a.acquire([ws, key], tokens=50, lease="b", now=0)).admitted
         # then nothing of the workspace exists in Redis, nor a lease for the request
-        assert await a.client.keys(f"{prefix}:limit:ws:12:*") == []
-        assert await a.client.exists(f"{prefix}:lease:b") == 0
+        assert await a.client.keys(f"{prefix}:{{w12}}:limit:ws:12:*") == []
+        assert await a.client.exists(f"{prefix}:{{w12}}:lease:b") == 0
         await a.aclose()
 
     _run(test)
@@ -179,14 +179,14 @@ def test_r_lim_1_idle_scopes_vanish_by_their_ttl():
         spec = [LimitSpec("ws:12", requests_per_minute=60, tokens_per_minute=600, concurrent=2)]
         assert (await a.acquire(spec, tokens=60, lease="a", now=0)).admitted
         ttl_ms = {
-            kind: await a.client.pttl(f"{prefix}:limit:ws:12:{kind}")
+            kind: await a.client.pttl(f"{prefix}:{{w12}}:limit:ws:12:{kind}")
             for kind in ("requests", "tokens", "concurrent")
         }
         # a bucket lives until it has drained (1 s per request, 0.1 s per token) plus 1 s
         assert 1000 < ttl_ms["requests"] <= 2000
         assert 6000 < ttl_ms["tokens"] <= 7000
         assert 30_000 < ttl_ms["concurrent"] <= 31_000
-        assert 29_000 < await a.client.pttl(f"{prefix}:lease:a") <= 30_000
+        assert 29_000 < await a.client.pttl(f"{prefix}:{{w12}}:lease:a") <= 30_000
         await a.aclose()
 
     _run(test)

@@ -133,9 +133,12 @@ def _sweep_later(live: Live, after_s: float) -> str:
     # (the command server runs the next command in the same process: tests/commands.py).
     code = (
         "import asyncio, time; from gateway.state import admission_state\n"
+        "from workspaces.models import Workspace\n"
+        "ids = list(Workspace.objects.values_list('id', flat=True))\n"
         "async def sweep():\n"
         "    try:\n"
-        f"        return await admission_state.stores().budgets.sweep(time.time() + {after_s})\n"
+        f"        now = time.time() + {after_s}\n"
+        "        return await admission_state.stores().budgets.sweep(now, ids)\n"
         "    finally:\n"
         "        await admission_state.stop(); admission_state.reset()\n"
         "print(len(asyncio.run(sweep())))"
