@@ -15,8 +15,17 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(RequestTrace)
 class RequestTraceAdmin(ReadOnlyAdmin):
-    list_display = ("id", "created_at", "workspace", "requested_model", "model", "provider",
-                    "status_code", "latency_ms", "cost_micros")  # fmt: skip
+    list_display = (
+        "id",
+        "created_at",
+        "workspace",
+        "requested_model",
+        "model",
+        "provider",
+        "status_code",
+        "latency_ms",
+        "cost_micros",
+    )
     list_filter = ("status_code", "provider", "operation")
     search_fields = ("id", "request_id", "requested_model")
 

@@ -60,15 +60,18 @@ class AuditPageSerializer(serializers.Serializer):  # type: ignore[misc]
 
 
 QUERY_PARAMETERS = [
-    OpenApiParameter("action", str, description="Exact (`route.deploy`), or a family with a "
-                     "trailing `.*` (`route.*`)."),
+    OpenApiParameter(
+        "action",
+        str,
+        description="Exact (`route.deploy`), or a family with a trailing `.*` (`route.*`).",
+    ),
     OpenApiParameter("actor", str, description="Exact: `token:ci-bot`, `alice`, `cli:apply`."),
     OpenApiParameter("target", str, description="Exact: `sk-sy-JbNqZSfKWRU3`, `support v3`."),
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="From this time (inclusive)."),
     OpenApiParameter("until", OpenApiTypes.DATETIME, description="Before this time."),
     OpenApiParameter("limit", int, description=f"Events per page, 1–{MAX_LIMIT} (default 50)."),
     OpenApiParameter("cursor", str, description="`next_cursor` of the page before."),
-]  # fmt: skip
+]
 
 
 class AuditLogView(WorkspaceScopedAPIView):

@@ -20,9 +20,14 @@ Row = TypeVar("Row")
 
 class BatchWriter(Generic[Row]):
     def __init__(
-        self, write: Callable[[list[Row]], None], *, what: str, flush_s: float,
-        run_sync: Callable[[Callable[..., Any]], Any], max_pending: int,
-    ) -> None:  # fmt: skip
+        self,
+        write: Callable[[list[Row]], None],
+        *,
+        what: str,
+        flush_s: float,
+        run_sync: Callable[[Callable[..., Any]], Any],
+        max_pending: int,
+    ) -> None:
         """`write` stores one batch (synchronously); `run_sync` turns it into an awaitable
         (the gateway passes its database thread, gateway/state/db_thread.py)."""
         self.write, self.what, self.flush_s = write, what, flush_s

@@ -45,8 +45,9 @@ class TraceWriter(BatchWriter[dict[str, Any]]):
         spool: TraceSpool | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        super().__init__(self._store, what="traces", flush_s=flush_s, run_sync=run_sync,
-                         max_pending=MAX_PENDING)  # fmt: skip
+        super().__init__(
+            self._store, what="traces", flush_s=flush_s, run_sync=run_sync, max_pending=MAX_PENDING
+        )
         self.spool, self.clock = spool, clock
         self._retry_at = 0.0  # before this, batches go straight to the spool
         self._backoff_s = 0.0

@@ -102,8 +102,9 @@ def list_page(
         lookups = [name.removeprefix(KEY_PREFIX) for name in query.key_names]
         chosen = keys.filter(Q(name__in=query.key_names) | Q(lookup_id__in=lookups))
         traces = traces.filter(api_key_id__in=chosen.values("id"))
-    found, next_cursor = page(traces.filter(query.filters).defer(*LIST_DEFERRED), query.cursor,
-                              query.limit)  # fmt: skip
+    found, next_cursor = page(
+        traces.filter(query.filters).defer(*LIST_DEFERRED), query.cursor, query.limit
+    )
     named = key_names(keys, {t.api_key_id for t in found if t.api_key_id is not None})
     data = [row_json(t, named.get(t.api_key_id or 0)) for t in found]
     return {"object": "list", "data": data, "next_cursor": next_cursor}

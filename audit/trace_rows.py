@@ -44,8 +44,9 @@ def insert_rows(traces: Sequence[dict[str, Any]]) -> None:
     id is stored already."""
     columns = _columns()
     rows = [_row(trace, columns) for trace in traces]
-    insert_ignoring_conflicts(RequestTrace._meta.db_table, [c[0] for c in columns], rows,
-                              max_rows=ROWS_PER_STATEMENT)  # fmt: skip
+    insert_ignoring_conflicts(
+        RequestTrace._meta.db_table, [c[0] for c in columns], rows, max_rows=ROWS_PER_STATEMENT
+    )
 
 
 def _row(trace: dict[str, Any], columns: tuple[Column, ...]) -> list[Any]:

@@ -36,20 +36,34 @@ def parse_options(argv: Sequence[str] | None = None) -> BenchOptions:
     parser.add_argument("--workers", type=int, default=2, help="gateway workers (2)")
     parser.add_argument("--server", choices=SERVERS, default=DEFAULT_SERVER)
     parser.add_argument("--transport", choices=("aiohttp", "httpx"), default="aiohttp")
-    parser.add_argument("--no-messages", action="store_true",
-                        help="skip the Anthropic Messages path (/v1/messages)")  # fmt: skip
-    parser.add_argument("--no-routes", action="store_true",
-                        help="skip the key with a three-node route")  # fmt: skip
-    parser.add_argument("--no-governed", action="store_true",
-                        help="skip the key with a budget and rate limits")  # fmt: skip
-    parser.add_argument("--store", choices=("sqlite", "postgres-redis"), default="sqlite",
-                        help="the gateway's database and Redis (BENCH_POSTGRES_URL, "
-                        "BENCH_REDIS_URL)")  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=1,
-                        help="each scenario's gateway paths N times, interleaved (1)")  # fmt: skip
-    parser.add_argument("--lean", type=int, default=LEAN_REQUESTS,
-                        help="lean c1 requests a chat path a round, in alternating blocks "
-                        f"(bench/lean.py; {LEAN_REQUESTS}; 0: none)")  # fmt: skip
+    parser.add_argument(
+        "--no-messages", action="store_true", help="skip the Anthropic Messages path (/v1/messages)"
+    )
+    parser.add_argument(
+        "--no-routes", action="store_true", help="skip the key with a three-node route"
+    )
+    parser.add_argument(
+        "--no-governed", action="store_true", help="skip the key with a budget and rate limits"
+    )
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "postgres-redis"),
+        default="sqlite",
+        help="the gateway's database and Redis (BENCH_POSTGRES_URL, BENCH_REDIS_URL)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="each scenario's gateway paths N times, interleaved (1)",
+    )
+    parser.add_argument(
+        "--lean",
+        type=int,
+        default=LEAN_REQUESTS,
+        help="lean c1 requests a chat path a round, in alternating blocks "
+        f"(bench/lean.py; {LEAN_REQUESTS}; 0: none)",
+    )
     args = parser.parse_args(argv)
     duration_s = args.duration or (QUICK_DURATION_S if args.quick else FULL_DURATION_S)
     if not 0 < duration_s <= MAX_DURATION_S or not 0 <= args.warmup <= MAX_DURATION_S:

@@ -295,9 +295,12 @@ def _warm_up(
 
 
 def _flood(
-    result: FloodResult, gateway: GatewayProcess, fake: FakeUpstreamProcess, worker: int,
+    result: FloodResult,
+    gateway: GatewayProcess,
+    fake: FakeUpstreamProcess,
+    worker: int,
     request: bytes,
-) -> None:  # fmt: skip
+) -> None:
     n = result.options.streams
     before = fake.stats()
     clients = Clients(gateway.port, request)
@@ -410,9 +413,12 @@ def _check(gateway: GatewayProcess, api_key: str) -> tuple[str, str]:
     ):
         try:
             answer = httpx.request(
-                method, f"{gateway.url}{path}", json=body, timeout=10.0,
+                method,
+                f"{gateway.url}{path}",
+                json=body,
+                timeout=10.0,
                 headers={"Authorization": f"Bearer {api_key}"},
-            )  # fmt: skip
+            )
             answers.append(str(answer.status_code))
         except httpx.HTTPError as exc:
             answers.append(type(exc).__name__)

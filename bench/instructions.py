@@ -51,10 +51,12 @@ def main() -> None:
     for key in keys:
         counts = [_counted(args.tree, n, key) for n in (args.requests, 4 * args.requests)]
         per_request = (counts[1] - counts[0]) / (3 * args.requests)
-        kind = {"plain": "chat request", "stack-plain": "chat request (bench/stack.py catalog)",
-                "stack-routed": "chat request from the key with the route",
-                "stack-governed": "chat request from the key with a budget and a rate limit",
-                }[key]  # fmt: skip
+        kind = {
+            "plain": "chat request",
+            "stack-plain": "chat request (bench/stack.py catalog)",
+            "stack-routed": "chat request from the key with the route",
+            "stack-governed": "chat request from the key with a budget and a rate limit",
+        }[key]
         print(f"{args.tree}: {per_request / 1e6:.3f} M instructions per {kind}")
 
 
@@ -62,9 +64,16 @@ def _counted(tree: Path, requests: int, key: str) -> int:
     """Instructions of one process serving WARM_UP + `requests` requests."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                   str(tree / ".venv/bin/python"), __file__, "--serve", str(requests),
-                   *([key] if key != "plain" else [])]  # fmt: skip
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            str(tree / ".venv/bin/python"),
+            __file__,
+            "--serve",
+            str(requests),
+            *([key] if key != "plain" else []),
+        ]
         prefix = f"bench-instructions-{os.getpid()}"
         env = {**os.environ, "SWITCHYARD_SHARED_STATE_PREFIX": prefix}
         try:
@@ -121,14 +130,23 @@ def _catalog(stack: contextlib.ExitStack) -> str:
     upstream = stack.enter_context(running_fake_upstream("fast", api_key="k"))
     sealed = seal("k", owner_aad(None, "p"), settings.SWITCHYARD_ENCRYPTION_KEYS)
     provider = Provider.objects.create(
-        slug="p", name="p", base_url=upstream.base_url, credential_ciphertext=sealed.ciphertext,
-        credential_nonce=sealed.nonce, credential_key_id=sealed.key_id,
-    )  # fmt: skip
+        slug="p",
+        name="p",
+        base_url=upstream.base_url,
+        credential_ciphertext=sealed.ciphertext,
+        credential_nonce=sealed.nonce,
+        credential_key_id=sealed.key_id,
+    )
     model = Model.objects.create(slug=MODEL, capabilities=["text"])
     Endpoint.objects.create(
-        id="e", provider=provider, model=model, upstream_model="up", region="r",
-        price_input=Decimal(1), price_output=Decimal(1),
-    )  # fmt: skip
+        id="e",
+        provider=provider,
+        model=model,
+        upstream_model="up",
+        region="r",
+        price_input=Decimal(1),
+        price_output=Decimal(1),
+    )
     workspace = Workspace.objects.create(slug="w", name="w")
     Policy.objects.create(workspace=workspace)
     return create_api_key(workspace, actor="bench").plaintext
@@ -157,8 +175,9 @@ def _stack_catalog(stack: contextlib.ExitStack, key: str) -> tuple[str, str]:
 
     _quiet_settings()
     upstream = stack.enter_context(running_fake_upstream("fast", api_key="k"))
-    apply_config(catalog(upstream.base_url), actor="bench", environ={UPSTREAM_KEY_ENV: "k"},
-                 deploy=True)  # fmt: skip
+    apply_config(
+        catalog(upstream.base_url), actor="bench", environ={UPSTREAM_KEY_ENV: "k"}, deploy=True
+    )
     workspace = Workspace.objects.get(slug=WORKSPACE)
     routed = key == "stack-routed"
     name = {"stack-routed": ROUTED_KEY_NAME, "stack-governed": GOVERNED_KEY_NAME}.get(key)

@@ -106,27 +106,42 @@ def _comparison(pairs: Sequence[Pair], verdicts: Sequence[Verdict]) -> list[str]
 # The other paths measured beside plain chat, each against the same direct run: (api, the
 # table's title, what it shows).
 OTHER_PATHS = (
-    ("messages", "Messages vs chat through the gateway",
-     "The Anthropic Messages path: the translation's cost (SPEC R-API-9; the bar is 10 %)."),
-    ("native", "Messages to an Anthropic-style upstream vs chat through the gateway",
-     "The same Messages request to the fake answering as an Anthropic provider: sent as "
-     "written and relayed as it comes, no translation (R-API-9)."),
-    ("routed", "A three-node route vs no route",
-     "The same chat request from a key with a dynamic route attached (condition, split, "
-     "model; SPEC R-ROUTE-1): the route's cost (the bar is +0.3 ms at c1, 5 % throughput)."),
-    ("governed", "A budget and rate limits vs none",
-     "The same chat request from a key with a daily budget and requests, tokens and "
-     "concurrency limits it never reaches (docs/budgets.md): admission's cost — reserve, "
-     "settle, limits taken and given back (the bar is 85 % throughput at c16, +0.5 ms at "
-     "c1, on PostgreSQL + Redis: `--store postgres-redis`)."),
-)  # fmt: skip
+    (
+        "messages",
+        "Messages vs chat through the gateway",
+        "The Anthropic Messages path: the translation's cost (SPEC R-API-9; the bar is 10 %).",
+    ),
+    (
+        "native",
+        "Messages to an Anthropic-style upstream vs chat through the gateway",
+        "The same Messages request to the fake answering as an Anthropic provider: sent as "
+        "written and relayed as it comes, no translation (R-API-9).",
+    ),
+    (
+        "routed",
+        "A three-node route vs no route",
+        "The same chat request from a key with a dynamic route attached (condition, split, "
+        "model; SPEC R-ROUTE-1): the route's cost (the bar is +0.3 ms at c1, 5 % throughput).",
+    ),
+    (
+        "governed",
+        "A budget and rate limits vs none",
+        "The same chat request from a key with a daily budget and requests, tokens and "
+        "concurrency limits it never reaches (docs/budgets.md): admission's cost — reserve, "
+        "settle, limits taken and given back (the bar is 85 % throughput at c16, +0.5 ms at "
+        "c1, on PostgreSQL + Redis: `--store postgres-redis`).",
+    ),
+)
 
 
 def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> list[str]:
     """Another path against plain chat of the same round, same direct baseline, same run;
     with several rounds, a median row per scenario closes them."""
-    chat = {(p.gateway.stream, p.gateway.concurrency, p.round): p
-            for p in pairs if p.gateway.api == "chat"}  # fmt: skip
+    chat = {
+        (p.gateway.stream, p.gateway.concurrency, p.round): p
+        for p in pairs
+        if p.gateway.api == "chat"
+    }
     others = [p for p in pairs if p.gateway.api == api]
     if not others:
         return []
@@ -170,10 +185,14 @@ def _path_vs_chat(pairs: Sequence[Pair], api: str, title: str, what: str) -> lis
 
 
 COSTED_PATHS = ("routed", "governed")  # the paths whose bars are throughput at c16
-COST_ROLES = (("gateway_s", "the gateway"), ("stores_s", "Redis and PostgreSQL"),
-              ("loadgen_s", "the load generator"), ("fake_s", "the fake upstream"),
-              ("others_s", "the rest of the machine"),
-              ("machine_busy_s", "the whole machine"))  # fmt: skip
+COST_ROLES = (
+    ("gateway_s", "the gateway"),
+    ("stores_s", "Redis and PostgreSQL"),
+    ("loadgen_s", "the load generator"),
+    ("fake_s", "the fake upstream"),
+    ("others_s", "the rest of the machine"),
+    ("machine_busy_s", "the whole machine"),
+)
 
 
 def _cost_split(pairs: Sequence[Pair], api: str) -> list[str]:
@@ -206,12 +225,15 @@ def _cost_split(pairs: Sequence[Pair], api: str) -> list[str]:
         chat, other = windows.get((stream, conc, "chat"), []), windows[(stream, conc, api)]
         for name, label in roles:
             a, b = _pooled_us(chat, name), _pooled_us(other, name)
-            rows.append(f"| {load_name(stream)} | {conc} | {label} | {_n(a, 0)} | {_n(b, 0)}"
-                        f" | {_n(b - a, 0, '+')} |")  # fmt: skip
+            rows.append(
+                f"| {load_name(stream)} | {conc} | {label} | {_n(a, 0)} | {_n(b, 0)}"
+                f" | {_n(b - a, 0, '+')} |"
+            )
         whole = _pooled_us(other, "machine_busy_s")
         ratio = _pooled_us(chat, "machine_busy_s") / whole if whole else math.nan
-        rows.append(f"| {load_name(stream)} | {conc} | chat/{api}, the whole machine"
-                    f" | | | {_n(ratio)} |")  # fmt: skip
+        rows.append(
+            f"| {load_name(stream)} | {conc} | chat/{api}, the whole machine | | | {_n(ratio)} |"
+        )
     return [*rows, ""]
 
 
@@ -235,10 +257,12 @@ def _lean(rounds: Sequence[dict[str, float]]) -> list[str]:
         "upstream alternating in blocks of 50 (bench/lean.py); the fake's own p50 "
         "subtracted. ms.",
         "",
-        "| round | " + " | ".join(f"added p50 {api}" for api in apis)
-        + "".join(f" | {api} − chat" for api in others) + " |",
+        "| round | "
+        + " | ".join(f"added p50 {api}" for api in apis)
+        + "".join(f" | {api} − chat" for api in others)
+        + " |",
         "|---" * (1 + len(apis) + len(others)) + "|",
-    ]  # fmt: skip
+    ]
     for index, added in enumerate(rounds):
         rows.append(_lean_row(str(index + 1), added, others))
     if len(rounds) > 1:
@@ -281,8 +305,11 @@ def _cpu(pairs: Sequence[Pair]) -> list[str]:
         "|---|--:|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|",
     ]
     # Another path's pair shares its direct run with the chat pair before it: listed once.
-    measured = [m for p in pairs for m in ((p.direct, p.gateway) if p.gateway.api == "chat"
-                                           else (p.gateway,))]  # fmt: skip
+    measured = [
+        m
+        for p in pairs
+        for m in ((p.direct, p.gateway) if p.gateway.api == "chat" else (p.gateway,))
+    ]
     for m in measured:
         gateway_us = m.cpu_us_per_request(m.cpu.gateway_s) if m.target == "gateway" else math.nan
         calls = m.upstream_calls / m.sent if m.sent else math.nan

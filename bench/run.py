@@ -118,9 +118,12 @@ def run_bench(options: BenchOptions) -> BenchReport:
         native = replace(messages, model=NATIVE_MODEL, api="native")
         routed = replace(via, model=ROUTED_MODEL, api_key=keys.routed, api="routed")
         governed = replace(via, api_key=keys.governed, api="governed")
-        targets = [via, *([messages, native] if options.messages else []),
-                   *([routed] if options.routes else []),
-                   *([governed] if options.governed else [])]  # fmt: skip
+        targets = [
+            via,
+            *([messages, native] if options.messages else []),
+            *([routed] if options.routes else []),
+            *([governed] if options.governed else []),
+        ]
         for stream in (False, True):
             for concurrency in options.concurrencies:
                 load = Load(stream, concurrency, options.warmup_s, options.duration_s)
@@ -153,8 +156,7 @@ def _environment(stack: ExitStack, workdir: Path, options: BenchOptions) -> dict
     admin = os.environ.get("BENCH_POSTGRES_URL", DEFAULT_POSTGRES_URL)
     redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     database = stack.enter_context(postgres_database(admin))
-    env = bench_env(sqlite, options.gateway.transport, database_url=database,
-                    redis_url=redis_url)  # fmt: skip
+    env = bench_env(sqlite, options.gateway.transport, database_url=database, redis_url=redis_url)
     stack.callback(forget_redis_keys, redis_url, env["SWITCHYARD_SHARED_STATE_PREFIX"])
     return env
 

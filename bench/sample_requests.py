@@ -61,13 +61,19 @@ SYSTEM_SHORT = (
     "Answer in the language of the user.",
 )
 SYSTEM_RULES = (
-    "Never reveal internal ticket numbers.", "Escalate refund requests above 500 EUR.",
-    "Use the customer's first name once per answer.", "Do not promise delivery dates.",
-    "Prefer bullet points for lists of more than three items.", "Quote prices with VAT.",
-    "If unsure, say so and offer to connect a human agent.", "Avoid legal advice.",
-    "Mention the 30-day return window when returns come up.", "Keep a neutral tone.",
-    "Answer questions about invoices only for the account owner.", "No emojis.",
-)  # fmt: skip
+    "Never reveal internal ticket numbers.",
+    "Escalate refund requests above 500 EUR.",
+    "Use the customer's first name once per answer.",
+    "Do not promise delivery dates.",
+    "Prefer bullet points for lists of more than three items.",
+    "Quote prices with VAT.",
+    "If unsure, say so and offer to connect a human agent.",
+    "Avoid legal advice.",
+    "Mention the 30-day return window when returns come up.",
+    "Keep a neutral tone.",
+    "Answer questions about invoices only for the account owner.",
+    "No emojis.",
+)
 # A format example in the system prompt: a fence that the tier classifier counts as code.
 SYSTEM_FORMAT = (
     "You answer product questions for an online shop. Reply with JSON only, like this:\n"
@@ -88,9 +94,12 @@ def _system(rng: random.Random, kinds: Sequence[str]) -> list[Message]:
     else:
         rules = rng.sample(SYSTEM_RULES, rng.randint(4, len(SYSTEM_RULES)))
         text = (
-            rng.choice(SYSTEM_SHORT) + "\nRules:\n" + "\n".join(f"- {r}" for r in rules)
-            + "\n\nBackground from the internal wiki:\n" + prose(rng, rng.randint(100, 5_000))
-        )  # fmt: skip
+            rng.choice(SYSTEM_SHORT)
+            + "\nRules:\n"
+            + "\n".join(f"- {r}" for r in rules)
+            + "\n\nBackground from the internal wiki:\n"
+            + prose(rng, rng.randint(100, 5_000))
+        )
     return [{"role": "system", "content": text}]
 
 
@@ -98,33 +107,69 @@ def _system(rng: random.Random, kinds: Sequence[str]) -> list[Message]:
 
 TOPICS = ("cats", "programmers", "accountants", "the weather", "Mondays", "coffee", "trains")
 CHITCHAT = (
-    "hi!", "hey, how's it going?", "good morning :)", "what's up?", "Hallo, wie geht's?",
-    "Bonjour ! Ça va ?", "ciao, come va?", "hola, ¿qué tal?", "olá, tudo bem?",
-    "hoi, hoe gaat het?", "cześć, co słychać?", "tell me a joke about {topic}",
-    "do you know a good pun about {topic}?", "I'm bored. Any ideas for a rainy {day}?",
-    "what should I cook tonight with {food}?", "recommend a {genre} book for the holidays",
-    "can you write a two-line poem about {topic}?", "are you a real person?",
-)  # fmt: skip
+    "hi!",
+    "hey, how's it going?",
+    "good morning :)",
+    "what's up?",
+    "Hallo, wie geht's?",
+    "Bonjour ! Ça va ?",
+    "ciao, come va?",
+    "hola, ¿qué tal?",
+    "olá, tudo bem?",
+    "hoi, hoe gaat het?",
+    "cześć, co słychać?",
+    "tell me a joke about {topic}",
+    "do you know a good pun about {topic}?",
+    "I'm bored. Any ideas for a rainy {day}?",
+    "what should I cook tonight with {food}?",
+    "recommend a {genre} book for the holidays",
+    "can you write a two-line poem about {topic}?",
+    "are you a real person?",
+)
 THANKS = (
-    "thanks!", "thank you, that worked", "perfect, thanks a lot", "Danke!", "merci beaucoup",
-    "grazie mille!", "¡gracias!", "obrigado!", "dank je wel", "dzięki!", "ok great 👍",
-    "cheers, that's exactly what I needed", "thx", "Super, vielen Dank für die Hilfe!",
-    "thanks, you saved my afternoon", "that's it, thank you!",
-)  # fmt: skip
+    "thanks!",
+    "thank you, that worked",
+    "perfect, thanks a lot",
+    "Danke!",
+    "merci beaucoup",
+    "grazie mille!",
+    "¡gracias!",
+    "obrigado!",
+    "dank je wel",
+    "dzięki!",
+    "ok great 👍",
+    "cheers, that's exactly what I needed",
+    "thx",
+    "Super, vielen Dank für die Hilfe!",
+    "thanks, you saved my afternoon",
+    "that's it, thank you!",
+)
 FACTUAL = (
-    "What is the capital of {country}?", "How many people live in {country}?",
-    "Who wrote {book}?", "When was {book} first published?",
-    "What's the difference between {pair}?", "How does {thing} work?",
-    "Is {food} safe for dogs?", "What's the boiling point of water at {altitude} m?",
-    "How long does it take to fly from {city} to {city2}?", "Why does {phenomenon}?",
-    "What time zone is {city} in?", "Wie hoch ist die Zugspitze?",
-    "Quelle est la population de {ville} ?", "¿Cuál es la moneda de {pais}?",
-)  # fmt: skip
+    "What is the capital of {country}?",
+    "How many people live in {country}?",
+    "Who wrote {book}?",
+    "When was {book} first published?",
+    "What's the difference between {pair}?",
+    "How does {thing} work?",
+    "Is {food} safe for dogs?",
+    "What's the boiling point of water at {altitude} m?",
+    "How long does it take to fly from {city} to {city2}?",
+    "Why does {phenomenon}?",
+    "What time zone is {city} in?",
+    "Wie hoch ist die Zugspitze?",
+    "Quelle est la population de {ville} ?",
+    "¿Cuál es la moneda de {pais}?",
+)
 FACTUAL_FILLERS = {
     "country": ("Portugal", "Poland", "Canada", "Kenya", "Vietnam", "Chile", "Norway"),
     "book": ("Middlemarch", "The Name of the Rose", "Solaris", "Pedro Páramo", "Buddenbrooks"),
-    "pair": ("a virus and a bacterium", "weather and climate", "TCP and UDP",
-             "an ETF and a mutual fund", "baking soda and baking powder"),
+    "pair": (
+        "a virus and a bacterium",
+        "weather and climate",
+        "TCP and UDP",
+        "an ETF and a mutual fund",
+        "baking soda and baking powder",
+    ),
     "thing": ("a heat pump", "GPS", "a vaccine", "compound interest", "an induction hob"),
     "food": ("grapes", "cheese", "peanut butter", "avocado", "cooked rice"),
     "altitude": ("1500", "2400", "3800"),
@@ -132,17 +177,24 @@ FACTUAL_FILLERS = {
     "city2": ("Tokyo", "Berlin", "Madrid", "Rome", "New York"),
     "ville": ("Lisbonne", "Varsovie", "Montréal", "Nairobi", "Lyon"),
     "pais": ("Noruega", "Polonia", "Chile", "Kenia", "Vietnam"),
-    "phenomenon": ("the sky look blue", "bread go stale", "the moon look bigger near the horizon",
-                   "ice float on water"),
-}  # fmt: skip
+    "phenomenon": (
+        "the sky look blue",
+        "bread go stale",
+        "the moon look bigger near the horizon",
+        "ice float on water",
+    ),
+}
 
 
 def build_chitchat(rng: random.Random) -> Body:
     text = _pick(
-        rng, CHITCHAT, topic=TOPICS, day=("Sunday", "afternoon", "weekend"),
+        rng,
+        CHITCHAT,
+        topic=TOPICS,
+        day=("Sunday", "afternoon", "weekend"),
         food=("leeks, eggs and feta", "leftover rice", "chickpeas and spinach"),
         genre=("crime", "sci-fi", "history", "poetry"),
-    )  # fmt: skip
+    )
     kinds = ("none", "none", "short", "short", "format")
     return {"messages": [*_system(rng, kinds), _user(text)]}
 
@@ -159,29 +211,59 @@ def build_factual(rng: random.Random) -> Body:
 # --- prose for translations and summaries --------------------------------------------------
 
 SUBJECTS = (
-    "The platform team", "Finance", "Our largest customer in Lyon", "The support desk",
-    "Marketing", "The data-protection officer", "Two of the night-shift operators",
-    "The logistics partner", "The steering committee", "Legal", "The new regional manager",
-    "Procurement", "The works council", "The Lisbon office",
-)  # fmt: skip
+    "The platform team",
+    "Finance",
+    "Our largest customer in Lyon",
+    "The support desk",
+    "Marketing",
+    "The data-protection officer",
+    "Two of the night-shift operators",
+    "The logistics partner",
+    "The steering committee",
+    "Legal",
+    "The new regional manager",
+    "Procurement",
+    "The works council",
+    "The Lisbon office",
+)
 VERBS = (
-    "agreed to", "asked us to", "has not yet managed to", "proposed to", "will try to",
-    "decided not to", "is still expected to", "promised to", "would prefer to", "offered to",
-)  # fmt: skip
+    "agreed to",
+    "asked us to",
+    "has not yet managed to",
+    "proposed to",
+    "will try to",
+    "decided not to",
+    "is still expected to",
+    "promised to",
+    "would prefer to",
+    "offered to",
+)
 OBJECTS = (
     "move the quarterly review to the second week of {month}",
-    "reduce onboarding time for new accounts", "replace the ageing ticketing system",
-    "publish the revised travel policy", "renegotiate the warehouse lease",
-    "hire two more analysts", "freeze non-essential spending until {month}",
-    "prepare the figures for the board pack", "run a customer survey in {region}",
-    "document the escalation path for outages", "close the Rotterdam depot",
-    "shorten delivery times in {region}", "pilot a four-day week in the call centre",
-)  # fmt: skip
+    "reduce onboarding time for new accounts",
+    "replace the ageing ticketing system",
+    "publish the revised travel policy",
+    "renegotiate the warehouse lease",
+    "hire two more analysts",
+    "freeze non-essential spending until {month}",
+    "prepare the figures for the board pack",
+    "run a customer survey in {region}",
+    "document the escalation path for outages",
+    "close the Rotterdam depot",
+    "shorten delivery times in {region}",
+    "pilot a four-day week in the call centre",
+)
 TAILS = (
-    "", "", " before the end of {month}", ", although nobody owns it yet",
-    " once the budget is approved", ", which several people questioned",
-    " as a matter of priority", " after the audit closes", " if the numbers allow it",
-)  # fmt: skip
+    "",
+    "",
+    " before the end of {month}",
+    ", although nobody owns it yet",
+    " once the budget is approved",
+    ", which several people questioned",
+    " as a matter of priority",
+    " after the audit closes",
+    " if the numbers allow it",
+)
 FACTS = (
     "Revenue in {region} was {pct}% {direction} on the previous quarter.",
     "{n} complaints were logged about late deliveries, {m} of them still open.",
@@ -191,7 +273,7 @@ FACTS = (
     "Staff turnover in {region} stayed at {pct}%, in line with last year.",
     "The invoice backlog fell from {n} to {m} items.",
     "{name} raised the question of weekend cover again.",
-)  # fmt: skip
+)
 PROSE_FILLERS = {
     "month": ("January", "March", "June", "September", "November"),
     "region": ("Iberia", "the Benelux", "southern Germany", "Poland", "the Nordics"),
@@ -200,7 +282,7 @@ PROSE_FILLERS = {
     "n": ("41", "118", "260", "1,204"),
     "m": ("3", "9", "27", "56"),
     "name": ("Marta", "Jens", "Aurélie", "Giulia", "Tomasz", "Sanne", "Rui", "Priya"),
-}  # fmt: skip
+}
 HEADINGS = ("Status", "Budget", "Open questions", "Customers", "Staffing", "Next steps")
 
 
@@ -244,13 +326,17 @@ def prose(rng: random.Random, chars: int) -> str:
 # --- translation ---------------------------------------------------------------------------
 
 TRANSLATE_ASKS = (
-    "Translate this into {lang_en}: {text}", "How do I say this in {lang_en}? {text}",
+    "Translate this into {lang_en}: {text}",
+    "How do I say this in {lang_en}? {text}",
     "Can you translate the following email to {lang_en}, keeping the tone?\n\n{text}",
-    "Übersetze bitte ins {lang_de}: {text}", "Peux-tu traduire en {lang_fr} : {text}",
-    "Traduci in {lang_it}: {text}", "Traduce al {lang_es}, por favor: {text}",
-    "Traduza para o {lang_pt}: {text}", "Vertaal naar het {lang_nl}: {text}",
+    "Übersetze bitte ins {lang_de}: {text}",
+    "Peux-tu traduire en {lang_fr} : {text}",
+    "Traduci in {lang_it}: {text}",
+    "Traduce al {lang_es}, por favor: {text}",
+    "Traduza para o {lang_pt}: {text}",
+    "Vertaal naar het {lang_nl}: {text}",
     "Przetłumacz na {lang_pl}: {text}",
-)  # fmt: skip
+)
 LANGUAGE_NAMES = {
     "lang_en": ("German", "French", "Italian", "Spanish", "Portuguese", "Dutch", "Polish"),
     "lang_de": ("Englische", "Französische", "Italienische", "Polnische"),
@@ -260,14 +346,18 @@ LANGUAGE_NAMES = {
     "lang_pt": ("inglês", "espanhol", "francês", "alemão"),
     "lang_nl": ("Engels", "Duits", "Frans"),
     "lang_pl": ("angielski", "niemiecki", "hiszpański"),
-}  # fmt: skip
+}
 SHORT_TEXTS = (
-    "Where is the nearest pharmacy?", "The meeting is moved to Thursday at 10.",
-    "Your parcel will arrive tomorrow between 9 and 12.", "Please think carefully before you sign.",
+    "Where is the nearest pharmacy?",
+    "The meeting is moved to Thursday at 10.",
+    "Your parcel will arrive tomorrow between 9 and 12.",
+    "Please think carefully before you sign.",
     "We are sorry for the delay and will refund the shipping costs.",
-    "Der Zug fällt heute leider aus.", "Il negozio è chiuso la domenica.",
-    "Nous avons bien reçu votre paiement.", "El pedido ya está en camino.",
-)  # fmt: skip
+    "Der Zug fällt heute leider aus.",
+    "Il negozio è chiuso la domenica.",
+    "Nous avons bien reçu votre paiement.",
+    "El pedido ya está en camino.",
+)
 
 
 def build_translation(rng: random.Random) -> Body:
@@ -282,15 +372,19 @@ def build_translation(rng: random.Random) -> Body:
 # --- summaries -----------------------------------------------------------------------------
 
 SUMMARY_ASKS = (
-    "Summarise this:\n\n{text}", "tl;dr please\n\n{text}",
+    "Summarise this:\n\n{text}",
+    "tl;dr please\n\n{text}",
     "Can you sum up the key points of these meeting notes?\n\n{text}",
     "Give me a 5-bullet summary of the following:\n\n{text}",
     "Fasse den folgenden Text in drei Sätzen zusammen:\n\n{text}",
-    "Résume ce compte rendu en cinq points :\n\n{text}", "Riassumi questo documento:\n\n{text}",
-    "Resume este texto en un párrafo:\n\n{text}", "Faça um resumo deste texto:\n\n{text}",
-    "Vat deze notulen samen:\n\n{text}", "Streść ten tekst:\n\n{text}",
+    "Résume ce compte rendu en cinq points :\n\n{text}",
+    "Riassumi questo documento:\n\n{text}",
+    "Resume este texto en un párrafo:\n\n{text}",
+    "Faça um resumo deste texto:\n\n{text}",
+    "Vat deze notulen samen:\n\n{text}",
+    "Streść ten tekst:\n\n{text}",
     "{text}\n\nWhat are the action items in the notes above?",
-)  # fmt: skip
+)
 
 
 def _summary(low: int, high: int) -> Callable[[random.Random], Body]:
@@ -311,24 +405,31 @@ def _summary(low: int, high: int) -> Callable[[random.Random], Body]:
 
 SNIPPETS = (
     ("python", "def average(xs):\n    return sum(xs) / len(xs)\n\nprint(average([]))"),
-    ("python", "items = {'a': 1, 'b': 2}\nfor k in items:\n    if items[k] > 1:\n"
-               "        del items[k]"),
+    (
+        "python",
+        "items = {'a': 1, 'b': 2}\nfor k in items:\n    if items[k] > 1:\n        del items[k]",
+    ),
     ("javascript", "const ids = [10, 1, 2];\nids.sort();\nconsole.log(ids); // [1, 10, 2]?"),
-    ("javascript", "async function load() {\n  const res = fetch('/api/users');\n"
-                   "  return res.json();\n}"),
-    ("go", "func main() {\n\tvar m map[string]int\n\tm[\"a\"] = 1\n\tfmt.Println(m)\n}"),
-    ("sql", "SELECT customer_id, COUNT(*)\nFROM orders\nWHERE created_at > '2025-01-01'\n"
-            "ORDER BY 2 DESC;"),
+    (
+        "javascript",
+        "async function load() {\n  const res = fetch('/api/users');\n  return res.json();\n}",
+    ),
+    ("go", 'func main() {\n\tvar m map[string]int\n\tm["a"] = 1\n\tfmt.Println(m)\n}'),
+    (
+        "sql",
+        "SELECT customer_id, COUNT(*)\nFROM orders\nWHERE created_at > '2025-01-01'\n"
+        "ORDER BY 2 DESC;",
+    ),
     ("rust", "fn first(v: &Vec<String>) -> &String {\n    let s = v[0].clone();\n    &s\n}"),
     ("bash", "for f in $(ls *.csv); do\n  wc -l $f\ndone"),
-)  # fmt: skip
+)
 CODE_ASKS = (
     "Why does this {lang} code not do what I expect?\n\n```{lang}\n{code}\n```",
     "```{lang}\n{code}\n```\nwhat's wrong here?",
     "Can you make this {lang} snippet more idiomatic?\n```{lang}\n{code}\n```",
     "How would I write this in a more readable way?\n\n```\n{code}\n```\n\nIt is {lang}.",
     "Explain what this does, line by line:\n```{lang}\n{code}\n```",
-)  # fmt: skip
+)
 
 
 def _code_ask(rng: random.Random) -> str:
@@ -357,7 +458,7 @@ TRACEBACKS = (
     "KeyError: '{key}'",
     'Traceback (most recent call last):\n  File "{path}", line {line}, in handle\n'
     "    return int(payload['{key}'])\nValueError: invalid literal for int() with base 10: ''",
-    "Exception in thread \"main\" java.lang.NullPointerException\n"
+    'Exception in thread "main" java.lang.NullPointerException\n'
     "\tat com.acme.billing.InvoiceService.total(InvoiceService.java:{line})\n"
     "\tat com.acme.billing.Main.main(Main.java:{line2})",
     "TypeError: Cannot read properties of undefined (reading '{key}')\n"
@@ -365,27 +466,36 @@ TRACEBACKS = (
     "    at Array.map (<anonymous>)",
     "panic: runtime error: index out of range [{line}] with length {line2}\n\n"
     "goroutine 1 [running]:\nmain.main()\n\t/home/dev/cmd/sync/main.go:{line2} +0x1d",
-)  # fmt: skip
+)
 TRACEBACK_ASKS = (
     "I get this when running {cmd}:\n\n{trace}\n\nany idea?",
     "{trace}",
     "Our nightly job died with\n```\n{trace}\n```\nWhat does it mean?",
     "help pls, deploy is blocked\n{trace}",
-)  # fmt: skip
+)
 
 
 def build_traceback(rng: random.Random) -> Body:
     trace = _pick(
-        rng, TRACEBACKS, path=("app/main.py", "/srv/jobs/import_orders.py", "tasks/sync.py"),
-        line=("12", "48", "131", "7"), line2=("3", "60", "210"), key=("sku", "user", "total"),
-    )  # fmt: skip
+        rng,
+        TRACEBACKS,
+        path=("app/main.py", "/srv/jobs/import_orders.py", "tasks/sync.py"),
+        line=("12", "48", "131", "7"),
+        line2=("3", "60", "210"),
+        key=("sku", "user", "total"),
+    )
     cmd = rng.choice(("the import script", "pytest", "npm start", "go run ./cmd/sync"))
     ask = rng.choice(TRACEBACK_ASKS).replace("{cmd}", cmd).replace("{trace}", trace)
     return {"messages": [*_system(rng, ("none", "short")), _user(ask)]}
 
 
-DIFF_FILES = ("src/billing/invoice.py", "web/src/Table.tsx", "internal/sync/queue.go",
-              "docs/setup.md", "migrations/0042_add_index.sql")  # fmt: skip
+DIFF_FILES = (
+    "src/billing/invoice.py",
+    "web/src/Table.tsx",
+    "internal/sync/queue.go",
+    "docs/setup.md",
+    "migrations/0042_add_index.sql",
+)
 DIFF_CHANGES = (
     ("    total = compute(row)", "    total = compute(row, currency=row.currency)"),
     ("    if retries > 3:", "    if retries >= MAX_RETRIES:"),
@@ -393,7 +503,7 @@ DIFF_CHANGES = (
     ("    log.info('synced %s', name)", "    log.info('synced %s in %.1f s', name, elapsed_s)"),
     ("    timeout = 30", "    timeout_s = settings.SYNC_TIMEOUT_S"),
     ("    for row in rows:", "    for row in sorted(rows, key=by_date):"),
-)  # fmt: skip
+)
 
 
 def _diff(rng: random.Random) -> str:
@@ -416,10 +526,14 @@ def _diff(rng: random.Random) -> str:
 
 
 def build_diff(rng: random.Random) -> Body:
-    ask = rng.choice((
-        "Can you review this patch?\n\n{diff}", "{diff}\n\nLGTM?",
-        "Please write a commit message for:\n{diff}", "Any bugs in this change?\n\n{diff}",
-    )).replace("{diff}", _diff(rng))  # fmt: skip
+    ask = rng.choice(
+        (
+            "Can you review this patch?\n\n{diff}",
+            "{diff}\n\nLGTM?",
+            "Please write a commit message for:\n{diff}",
+            "Any bugs in this change?\n\n{diff}",
+        )
+    ).replace("{diff}", _diff(rng))
     return {"messages": [*_system(rng, ("none", "short", "rules")), _user(ask)]}
 
 
@@ -427,23 +541,41 @@ def build_diff(rng: random.Random) -> Body:
 
 EFFORT_ASKS = (
     "Think hard about this: should we {decision}? List the risks.",
-    "Explain step by step how {process}.", "What is the root cause of {symptom}?",
+    "Explain step by step how {process}.",
+    "What is the root cause of {symptom}?",
     "Do a deep dive into {topic}: where does it usually go wrong?",
     "Walk me through it step-by-step: how {process}?",
     "Can you think carefully and tell me whether we should {decision}?",
     "We need the root cause, not a workaround: {symptom}. Where do we start?",
-)  # fmt: skip
+)
 EFFORT_FILLERS = {
-    "decision": ("move our billing to a new provider", "split the monolith",
-                 "open an office in Lisbon", "switch the team to four-day weeks",
-                 "buy or lease the delivery vans"),
-    "process": ("a bill becomes law in the EU", "I make a sourdough starter",
-                "DNS resolution works", "I reset my router", "mortgage interest is computed"),
-    "topic": ("our onboarding funnel", "the EU AI Act's duties for deployers",
-              "how we price enterprise plans", "our incident reviews"),
-    "symptom": ("our churn spike in March", "the wifi dropping every evening",
-                "customers abandoning the checkout page", "the sourdough not rising"),
-}  # fmt: skip
+    "decision": (
+        "move our billing to a new provider",
+        "split the monolith",
+        "open an office in Lisbon",
+        "switch the team to four-day weeks",
+        "buy or lease the delivery vans",
+    ),
+    "process": (
+        "a bill becomes law in the EU",
+        "I make a sourdough starter",
+        "DNS resolution works",
+        "I reset my router",
+        "mortgage interest is computed",
+    ),
+    "topic": (
+        "our onboarding funnel",
+        "the EU AI Act's duties for deployers",
+        "how we price enterprise plans",
+        "our incident reviews",
+    ),
+    "symptom": (
+        "our churn spike in March",
+        "the wifi dropping every evening",
+        "customers abandoning the checkout page",
+        "the sourdough not rising",
+    ),
+}
 
 
 def build_effort(rng: random.Random) -> Body:
@@ -460,12 +592,16 @@ PUZZLES = (
     "Plan a {years}-day itinerary for {city} on a small budget.",
     "Which is bigger, 2^{exp} or 10^30?",
     "How many weekdays are there between 3 March and {date}?",
-)  # fmt: skip
+)
 PUZZLE_FILLERS = {
-    "total": ("1.10", "1.30", "2.50"), "big": ("2,147,483,647", "1,000,003", "91,001"),
-    "monthly": ("150", "200", "450"), "years": ("3", "5", "15"), "exp": ("99", "100", "101"),
-    "city": FACTUAL_FILLERS["city"], "date": ("21 April", "1 June", "30 September"),
-}  # fmt: skip
+    "total": ("1.10", "1.30", "2.50"),
+    "big": ("2,147,483,647", "1,000,003", "91,001"),
+    "monthly": ("150", "200", "450"),
+    "years": ("3", "5", "15"),
+    "exp": ("99", "100", "101"),
+    "city": FACTUAL_FILLERS["city"],
+    "date": ("21 April", "1 June", "30 September"),
+}
 
 
 def build_reasoning(rng: random.Random) -> Body:
@@ -487,40 +623,58 @@ TOOL_SPECS = (
     ("book_table", "Book a restaurant table", {"restaurant": "string", "people": "integer"}),
     ("get_stock_price", "Latest price of a ticker", {"ticker": "string"}),
     ("create_ticket", "Open a support ticket", {"summary": "string", "priority": "string"}),
-)  # fmt: skip
+)
 TOOL_ASKS = (
-    "What's the weather in {city} tomorrow?", "Where is my order {order}?",
-    "Book a table for {people} at Casa Nova tonight.", "How much is 250 EUR in {currency}?",
+    "What's the weather in {city} tomorrow?",
+    "Where is my order {order}?",
+    "Book a table for {people} at Casa Nova tonight.",
+    "How much is 250 EUR in {currency}?",
     "Put a meeting with {name} in my calendar for Friday 3pm.",
     "Email {name} that the report is late and open a ticket for it.",
     "Find the customer marta@example.com and tell me their last order.",
-)  # fmt: skip
+)
 
 
 def _tools(rng: random.Random, count: int) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "function": {
-            "name": name, "description": description,
-            "parameters": {"type": "object", "required": list(params),
-                           "properties": {p: {"type": t} for p, t in params.items()}},
-        }}
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "required": list(params),
+                    "properties": {p: {"type": t} for p, t in params.items()},
+                },
+            },
+        }
         for name, description, params in rng.sample(TOOL_SPECS, count)
-    ]  # fmt: skip
+    ]
 
 
 def _tool_request(rng: random.Random, low: int, high: int) -> Body:
     tools = _tools(rng, rng.randint(low, high))
     text = _pick(
-        rng, TOOL_ASKS, city=FACTUAL_FILLERS["city"], order=("A-10293", "778120"),
-        people=("2", "4", "6"), currency=("USD", "PLN", "CHF"), name=PROSE_FILLERS["name"],
-    )  # fmt: skip
+        rng,
+        TOOL_ASKS,
+        city=FACTUAL_FILLERS["city"],
+        order=("A-10293", "778120"),
+        people=("2", "4", "6"),
+        currency=("USD", "PLN", "CHF"),
+        name=PROSE_FILLERS["name"],
+    )
     messages = [*_system(rng, ("none", "short", "rules")), _user(text)]
     if rng.random() < 0.4:  # the agent loop's second call: the tool result is back
         call_id = f"call_{rng.randrange(16**8):08x}"
         call = {"name": tools[0]["function"]["name"], "arguments": json.dumps({"query": text})}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call_id, "type": "function", "function": call}
-        ]})  # fmt: skip
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": call_id, "type": "function", "function": call}],
+            }
+        )
         result = {"status": "ok", "items": [{"title": f"Result {i}"} for i in range(3)]}
         messages.append({"role": "tool", "tool_call_id": call_id, "content": json.dumps(result)})
     return {"messages": messages, "tools": tools}
@@ -531,11 +685,13 @@ SCHEMAS = (
     ("contact", {"name": "string", "email": "string", "company": "string"}),
     ("sentiment", {"label": "string", "score": "number"}),
     ("ticket_triage", {"category": "string", "priority": "string", "summary": "string"}),
-)  # fmt: skip
+)
 EXTRACT_ASKS = (
-    "Extract the fields from this message:\n\n{text}", "Classify this review: {text}",
-    "Pull out the contact details: {text}", "Triage this support request:\n{text}",
-)  # fmt: skip
+    "Extract the fields from this message:\n\n{text}",
+    "Classify this review: {text}",
+    "Pull out the contact details: {text}",
+    "Triage this support request:\n{text}",
+)
 EXTRACT_TEXTS = (
     "Invoice 2025-118 from Atelier Rui, total 1,240.00 EUR, payable by 30 June.",
     "Loved the blender but the lid cracked after a week. Support was quick though.",
@@ -545,29 +701,40 @@ EXTRACT_TEXTS = (
     "Terrible hotel, the room smelled of smoke and nobody at reception cared.",
     "Tomasz Nowak, CFO at Wisła Logistics, tomasz.nowak@wisla.example, +48 22 555 0101.",
     "I was charged twice for my March subscription, please refund one of them.",
-)  # fmt: skip
+)
 
 
 def build_json_schema(rng: random.Random) -> Body:
     name, fields = rng.choice(SCHEMAS)
     text = rng.choice(EXTRACT_ASKS).replace("{text}", rng.choice(EXTRACT_TEXTS))
-    schema = {"type": "object", "additionalProperties": False, "required": list(fields),
-              "properties": {f: {"type": t} for f, t in fields.items()}}  # fmt: skip
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(fields),
+        "properties": {f: {"type": t} for f, t in fields.items()},
+    }
     if rng.random() < 0.2:  # JSON mode without a schema
         response_format: dict[str, Any] = {"type": "json_object"}
     else:
         response_format = {
-            "type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}
-        }  # fmt: skip
-    return {"messages": [*_system(rng, ("none", "short")), _user(text)],
-            "response_format": response_format}  # fmt: skip
+            "type": "json_schema",
+            "json_schema": {"name": name, "strict": True, "schema": schema},
+        }
+    return {
+        "messages": [*_system(rng, ("none", "short")), _user(text)],
+        "response_format": response_format,
+    }
 
 
 IMAGE_ASKS = (
-    "What's in this picture?", "Can you read the text on this receipt?",
-    "Which of these two sofas would fit a small living room?", "Describe this chart.",
-    "Is this mushroom edible?", "What breed is this dog?", "Was steht auf dem Schild?",
-)  # fmt: skip
+    "What's in this picture?",
+    "Can you read the text on this receipt?",
+    "Which of these two sofas would fit a small living room?",
+    "Describe this chart.",
+    "Is this mushroom edible?",
+    "What breed is this dog?",
+    "Was steht auf dem Schild?",
+)
 
 
 def build_image(rng: random.Random) -> Body:
@@ -585,23 +752,48 @@ def build_image(rng: random.Random) -> Body:
 # --- threads -------------------------------------------------------------------------------
 
 THREADS = (
-    ("Can you help me plan a birthday party for my daughter?", "She turns 8.",
-     "Around 12 kids, mostly from her class.", "What games would work indoors?",
-     "And what about food for the parents?", "Could you make it cheaper?"),
-    ("I need a cover letter for a job as a project coordinator.", "Make it less formal.",
-     "Shorter please, max 150 words.", "Now a version in German.",
-     "Can you mention that I speak Portuguese too?"),
-    ("What are good stretches for lower back pain?", "How often should I do them?",
-     "Is it ok to do them before running?", "And after a long flight?"),
-    ("Which SQL index would speed up this query?\n```sql\nSELECT * FROM orders "
-     "WHERE customer_id = 42 ORDER BY created_at DESC;\n```", "Would a partial index help?",
-     "How do I check that Postgres actually uses it?"),
-    ("We're going to {city} in May, what should we see?", "We have 3 days and two kids.",
-     "Which of these is free?", "What about rainy-day options?", "Where should we stay?",
-     "Ok, make me a day-by-day plan."),
-    ("My landlord wants to raise the rent by 12%, is that allowed?", "I live in {city}.",
-     "The contract is from 2021.", "How should I word my reply?"),
-)  # fmt: skip
+    (
+        "Can you help me plan a birthday party for my daughter?",
+        "She turns 8.",
+        "Around 12 kids, mostly from her class.",
+        "What games would work indoors?",
+        "And what about food for the parents?",
+        "Could you make it cheaper?",
+    ),
+    (
+        "I need a cover letter for a job as a project coordinator.",
+        "Make it less formal.",
+        "Shorter please, max 150 words.",
+        "Now a version in German.",
+        "Can you mention that I speak Portuguese too?",
+    ),
+    (
+        "What are good stretches for lower back pain?",
+        "How often should I do them?",
+        "Is it ok to do them before running?",
+        "And after a long flight?",
+    ),
+    (
+        "Which SQL index would speed up this query?\n```sql\nSELECT * FROM orders "
+        "WHERE customer_id = 42 ORDER BY created_at DESC;\n```",
+        "Would a partial index help?",
+        "How do I check that Postgres actually uses it?",
+    ),
+    (
+        "We're going to {city} in May, what should we see?",
+        "We have 3 days and two kids.",
+        "Which of these is free?",
+        "What about rainy-day options?",
+        "Where should we stay?",
+        "Ok, make me a day-by-day plan.",
+    ),
+    (
+        "My landlord wants to raise the rent by 12%, is that allowed?",
+        "I live in {city}.",
+        "The contract is from 2021.",
+        "How should I word my reply?",
+    ),
+)
 REPLIES = (  # topic-neutral, so that any reply fits any thread
     "Sure! Here is a first draft. Tell me what to change and I'll refine it.",
     "Here is a revised version. I kept the structure and changed what you asked for.",
@@ -609,7 +801,7 @@ REPLIES = (  # topic-neutral, so that any reply fits any thread
     "Here are the options, from the simplest to the most thorough.",
     "Here you go:\n\n1. Start with the basics\n2. Then the details\n3. Then check the result",
     "Yes, that works. One caveat: double-check it against your own situation first.",
-)  # fmt: skip
+)
 
 
 def build_thread(rng: random.Random) -> Body:

@@ -144,7 +144,7 @@ def catalog(upstream_base_url: str) -> dict[str, object]:
                 ("bench-ep", "bench", GATEWAY_MODEL),
                 ("bench-native", "bench-anthropic", NATIVE_MODEL),
             )
-        ],  # fmt: skip
+        ],
         "workspaces": [
             {
                 "slug": WORKSPACE,
@@ -167,8 +167,11 @@ GOVERNED = {
     "budget": {"period": "daily", "usd": 1_000_000, "alerts": [0.9]},
     "limits": {"requests_per_minute": 100_000_000},
 }
-ALL_LIMITS = {"requests_per_minute": 100_000_000, "tokens_per_minute": 10**12,
-              "concurrent": 100_000}  # fmt: skip
+ALL_LIMITS = {
+    "requests_per_minute": 100_000_000,
+    "tokens_per_minute": 10**12,
+    "concurrent": 100_000,
+}
 
 
 def _governed() -> dict[str, object]:
@@ -184,11 +187,20 @@ ROUTE = {
     "models": [ROUTED_MODEL],
     "start": "plan",
     "nodes": {
-        "plan": {"type": "condition", "field": "metadata.tier", "op": "equals",
-                 "value": "gold", "then": "a", "else": "split"},
-        "split": {"type": "split", "by": "session",
-                  "branches": [{"weight": 90, "next": "a"}, {"weight": 10, "next": "b"}]},
+        "plan": {
+            "type": "condition",
+            "field": "metadata.tier",
+            "op": "equals",
+            "value": "gold",
+            "then": "a",
+            "else": "split",
+        },
+        "split": {
+            "type": "split",
+            "by": "session",
+            "branches": [{"weight": 90, "next": "a"}, {"weight": 10, "next": "b"}],
+        },
         "a": {"type": "model", "model": GATEWAY_MODEL},
         "b": {"type": "model", "model": GATEWAY_MODEL, "mode": "price"},
     },
-}  # fmt: skip
+}

@@ -47,22 +47,44 @@ def decision_record() -> dict[str, Any]:
     """A decision record the size of a real one: four candidates, six factors each."""
     factors = ["price", "latency", "throughput", "reliability", "fit", "warm_cache"]
     scored = [
-        {"endpoint": f"{p}-ep", "score": 0.71 - i / 10, "demoted": i == 3,
-         "multipliers": [{"name": "health", "value": 1.0}],
-         "factors": [{"name": f, "value": 0.5, "normalized": 0.4, "weight": 0.2,
-                      "contribution": 0.08} for f in factors]}
+        {
+            "endpoint": f"{p}-ep",
+            "score": 0.71 - i / 10,
+            "demoted": i == 3,
+            "multipliers": [{"name": "health", "value": 1.0}],
+            "factors": [
+                {"name": f, "value": 0.5, "normalized": 0.4, "weight": 0.2, "contribution": 0.08}
+                for f in factors
+            ],
+        }
         for i, p in enumerate([*PROVIDERS, "spare"])
-    ]  # fmt: skip
+    ]
     return {
-        "request": {"requested_model": "auto", "model": None, "auto": True, "mode": "balanced",
-                    "residency": "any", "task": "chat", "input_tokens": 812, "output_tokens": 256,
-                    "provider": {"order": [], "only": [], "ignore": [], "regions": []}},
-        "decisions": [{"model": MODELS[0], "algorithm": "switchyard-2026.11", "seed": 7,
-                       "mode": "balanced", "reason": "cheapest healthy endpoint",
-                       "ordered": [s["endpoint"] for s in scored], "scored": scored,
-                       "rejected": [{"endpoint": "eu-ep", "reason": "region_not_allowed"}]}],
+        "request": {
+            "requested_model": "auto",
+            "model": None,
+            "auto": True,
+            "mode": "balanced",
+            "residency": "any",
+            "task": "chat",
+            "input_tokens": 812,
+            "output_tokens": 256,
+            "provider": {"order": [], "only": [], "ignore": [], "regions": []},
+        },
+        "decisions": [
+            {
+                "model": MODELS[0],
+                "algorithm": "switchyard-2026.11",
+                "seed": 7,
+                "mode": "balanced",
+                "reason": "cheapest healthy endpoint",
+                "ordered": [s["endpoint"] for s in scored],
+                "scored": scored,
+                "rejected": [{"endpoint": "eu-ep", "reason": "region_not_allowed"}],
+            }
+        ],
         "tier": {"alias": "smart", "tier": "hard", "score": 14, "source": "classifier"},
-    }  # fmt: skip
+    }
 
 
 GENERATE_SQL = """
@@ -95,9 +117,17 @@ def generate(count: int, workspace_id: int, keys: tuple[int, int], now: datetime
     from django.db import connection
 
     step = SPAN_DAYS * 86400 / count
-    params = {"seed": uuid.uuid4().hex, "ws": workspace_id, "key_a": keys[0], "key_b": keys[1],
-              "now": now, "step": step, "decision": orjson.dumps(decision_record()).decode(),
-              "models": list(MODELS), "providers": list(PROVIDERS)}  # fmt: skip
+    params = {
+        "seed": uuid.uuid4().hex,
+        "ws": workspace_id,
+        "key_a": keys[0],
+        "key_b": keys[1],
+        "now": now,
+        "step": step,
+        "decision": orjson.dumps(decision_record()).decode(),
+        "models": list(MODELS),
+        "providers": list(PROVIDERS),
+    }
     started = time.monotonic()
     with connection.cursor() as cursor:
         for first in range(1, count + 1, CHUNK):
@@ -118,8 +148,11 @@ def timed(call: Callable[[], httpx.Response], repeat: int) -> list[float]:
 
 
 def api_cases(base: str, token: str, sample_id: str, repeat: int) -> None:
-    api = httpx.Client(base_url=f"{base}/api/v1/workspaces/bench",
-                       headers={"Authorization": f"Bearer {token}"}, timeout=30)  # fmt: skip
+    api = httpx.Client(
+        base_url=f"{base}/api/v1/workspaces/bench",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
     first = api.get("/traces").json()
     long_ago = (datetime.now(UTC) - timedelta(days=20)).isoformat()
     cases: dict[str, Callable[[], httpx.Response]] = {
@@ -157,9 +190,15 @@ def console_cases(base: str, password: str, sample_id: str, repeat: int) -> None
     form = web.get("/sign-in/").text
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
     assert token is not None
-    signed = web.post("/sign-in/", data={"username": "bench-viewer", "password": password,
-                                         "csrfmiddlewaretoken": token.group(1)},
-                      headers={"Referer": f"{base}/console/sign-in/"})  # fmt: skip
+    signed = web.post(
+        "/sign-in/",
+        data={
+            "username": "bench-viewer",
+            "password": password,
+            "csrfmiddlewaretoken": token.group(1),
+        },
+        headers={"Referer": f"{base}/console/sign-in/"},
+    )
     assert signed.url.path == "/console/bench/requests/", signed.url
     older = re.search(r'rel="next" href="\?([^"]+)"', signed.text)
     assert older is not None
@@ -192,9 +231,19 @@ def purge_while_inserting(workspace_id: int, now: datetime) -> None:
     def keep_inserting() -> None:
         while not done.is_set():
             started = time.perf_counter()
-            insert([{"id": uuid.uuid4(), "request_id": "live", "workspace_id": workspace_id,
-                     "operation": "chat.completions", "requested_model": "m",
-                     "status_code": 200, "decision": decision_record()}])  # fmt: skip
+            insert(
+                [
+                    {
+                        "id": uuid.uuid4(),
+                        "request_id": "live",
+                        "workspace_id": workspace_id,
+                        "operation": "chat.completions",
+                        "requested_model": "m",
+                        "status_code": 200,
+                        "decision": decision_record(),
+                    }
+                ]
+            )
             latencies.append((time.perf_counter() - started) * 1000)
             time.sleep(0.005)
         connections.close_all()
@@ -239,19 +288,23 @@ def main() -> None:
 
         call_command("migrate", verbosity=0)
         workspace = Workspace.objects.create(slug="bench", name="Bench")
-        keys = [create_api_key(workspace, name=name, actor="bench").api_key.pk
-                for name in ("interactive", "batch")]  # fmt: skip
+        keys = [
+            create_api_key(workspace, name=name, actor="bench").api_key.pk
+            for name in ("interactive", "batch")
+        ]
         token = create_management_token(workspace, role="viewer", name="bench", actor="bench")
         password = uuid.uuid4().hex
-        create_console_user(workspace, "bench-viewer", password=password, role="viewer",
-                            actor="bench")  # fmt: skip
+        create_console_user(
+            workspace, "bench-viewer", password=password, role="viewer", actor="bench"
+        )
         now = datetime.now(UTC)
         print(f"generating {args.count:,} traces")
         generate(args.count, workspace.pk, (keys[0], keys[1]), now)
         sample = RequestTrace.objects.filter(request_id=f"req-{args.count // 2}").first()
         assert sample is not None
-        env = base_env(DATABASE_URL=url, SWITCHYARD_TRACE_SPOOL_DIR=tmp,
-                       SWITCHYARD_SECURE_COOKIES="false")  # fmt: skip
+        env = base_env(
+            DATABASE_URL=url, SWITCHYARD_TRACE_SPOOL_DIR=tmp, SWITCHYARD_SECURE_COOKIES="false"
+        )
         log_path = Path(tmp) / "gateway.log"
         try:
             with running_gateway(env, log_path=log_path) as gateway:

@@ -91,8 +91,9 @@ def main() -> None:
             row = _lean_added(trees, direct, args.requests)
             for tree in trees if round_ % 2 == 0 else trees[::-1]:
                 for stream in (False, True):
-                    target = Target(tree.name, f"{tree.url}/chat/completions", GATEWAY_MODEL,
-                                    tree.key)  # fmt: skip
+                    target = Target(
+                        tree.name, f"{tree.url}/chat/completions", GATEWAY_MODEL, tree.key
+                    )
                     measured = run_load(target, Load(stream, 16, 1.0, args.duration), probe)
                     kind = "stream" if stream else "non-stream"
                     row[f"{tree.name} {kind} c16 /s"] = measured.rate_per_s
@@ -114,10 +115,22 @@ def _serving(
         redis_url = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL)
     python = str(tree.path / ".venv" / "bin" / "python")
     made = subprocess.run(
-        [python, "-c", PREPARE, str(workdir / "db.sqlite3"), upstream, str(workdir),
-         database_url, redis_url, args.key],
-        cwd=tree.path, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            python,
+            "-c",
+            PREPARE,
+            str(workdir / "db.sqlite3"),
+            upstream,
+            str(workdir),
+            database_url,
+            redis_url,
+            args.key,
+        ],
+        cwd=tree.path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     prepared = json.loads(made.stdout.strip().splitlines()[-1])
     if redis_url:  # the run's counters, reservations and done markers
         prefix = prepared["env"]["SWITCHYARD_SHARED_STATE_PREFIX"]
@@ -125,8 +138,9 @@ def _serving(
     log_path = workdir / "gateway.log"
     started: list[ProcessTree] = []
     try:
-        with running_gateway(prepared["env"], workers=2, server="granian", log_path=log_path,
-                             tree=tree.path) as gateway:  # fmt: skip
+        with running_gateway(
+            prepared["env"], workers=2, server="granian", log_path=log_path, tree=tree.path
+        ) as gateway:
             started.append(wait_for_idle_workers(gateway.process.pid, 2))
             yield replace(tree, url=gateway.base_url, key=prepared["key"])
     finally:
@@ -153,8 +167,9 @@ def _report(rows: list[dict[str, float]], args: argparse.Namespace) -> str:
         base = statistics.median(r[f"base {measure}"] for r in rows)
         head = statistics.median(r[f"head {measure}"] for r in rows)
         pairs = statistics.median(r[f"head {measure}"] / r[f"base {measure}"] for r in rows)
-        lines.append(f"| {measure} | {base:.3f} | {head:.3f} | {head / base:.3f} "
-                     f"(pairs {pairs:.3f}) |")  # fmt: skip
+        lines.append(
+            f"| {measure} | {base:.3f} | {head:.3f} | {head / base:.3f} (pairs {pairs:.3f}) |"
+        )
     return "\n".join(lines)
 
 

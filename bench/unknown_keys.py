@@ -93,8 +93,10 @@ async def _flood(url: str, concurrency: int, duration_s: float, tree: ProcessTre
 
     async def client(session: aiohttp.ClientSession) -> None:
         while (start := time.perf_counter()) < window_end:
-            headers = {"Authorization": f"Bearer {random_key()}",
-                       "Content-Type": "application/json"}  # fmt: skip
+            headers = {
+                "Authorization": f"Bearer {random_key()}",
+                "Content-Type": "application/json",
+            }
             try:
                 async with session.post(url, data=body, headers=headers) as response:
                     answer = await response.read()
@@ -148,13 +150,15 @@ def run(duration_s: float, concurrency: int, workers: int, server: str) -> Flood
 
 def render(result: FloodResult) -> str:
     errors = ", ".join(f"{kind}: {n}" for kind, n in result.errors.items()) or "none"
-    return "\n".join([
-        "| scenario | c | 401/s | p50 ms | p99 ms | gateway CPU µs/request | errors |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-        f"| unknown-key flood | {result.concurrency} | {result.rate_per_s:.0f} |"
-        f" {result.percentile_ms(50):.2f} | {result.percentile_ms(99):.2f} |"
-        f" {result.cpu_us_per_request:.0f} | {errors} |",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "| scenario | c | 401/s | p50 ms | p99 ms | gateway CPU µs/request | errors |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
+            f"| unknown-key flood | {result.concurrency} | {result.rate_per_s:.0f} |"
+            f" {result.percentile_ms(50):.2f} | {result.percentile_ms(99):.2f} |"
+            f" {result.cpu_us_per_request:.0f} | {errors} |",
+        ]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

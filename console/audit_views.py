@@ -29,9 +29,14 @@ def audit_log(request: HttpRequest, ws: str) -> HttpResponse:
     more = params.copy()
     more["cursor"] = next_cursor or ""
     rows = [{"event": e, "changes": _changes(e.changes)} for e in events]
-    context = {"access": seen, "section": "audit", "rows": rows, "problem": problem,
-               "filters": {n: request.GET.get(n, "") for n in FILTERS},
-               "next_query": more.urlencode() if next_cursor else ""}  # fmt: skip
+    context = {
+        "access": seen,
+        "section": "audit",
+        "rows": rows,
+        "problem": problem,
+        "filters": {n: request.GET.get(n, "") for n in FILTERS},
+        "next_query": more.urlencode() if next_cursor else "",
+    }
     return render(request, "console/audit.html", context, status=400 if problem else 200)
 
 

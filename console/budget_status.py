@@ -192,14 +192,20 @@ def _configured(workspace: Workspace, now: float) -> list[BudgetLine]:
     for row in configured_budgets(workspace):
         start, end = period_bounds(row["period"], now)
         name = row["key_name"]
-        lines.append(BudgetLine(
-            source=row["source"], budget_id=row["id"],
-            scope=f"key {name}" if name else "workspace", key_name=name,
-            period=row["period"], limit_micros=row["limit_micros"],
-            period_start=_utc(start), resets_at=_utc(end),
-            counter=counter_name(_scope(workspace, name), row["period"], now),
-            alerts=tuple(Alert(float(t), None) for t in row["alerts"]),
-        ))  # fmt: skip
+        lines.append(
+            BudgetLine(
+                source=row["source"],
+                budget_id=row["id"],
+                scope=f"key {name}" if name else "workspace",
+                key_name=name,
+                period=row["period"],
+                limit_micros=row["limit_micros"],
+                period_start=_utc(start),
+                resets_at=_utc(end),
+                counter=counter_name(_scope(workspace, name), row["period"], now),
+                alerts=tuple(Alert(float(t), None) for t in row["alerts"]),
+            )
+        )
     return lines
 
 
@@ -207,8 +213,11 @@ def _route_nodes(workspace: Workspace, now: float) -> tuple[list[BudgetLine], li
     """Each budget and rate node of the workspace's deployed routes, once per attached
     key name (once with no key when none is). A deployed version that no longer
     validates routes nothing (gateway/state/snapshot_routes.py), so it shows nothing."""
-    routes = list(Route.objects.filter(workspace=workspace, deployed__isnull=False)
-                  .select_related("deployed").order_by("slug"))  # fmt: skip
+    routes = list(
+        Route.objects.filter(workspace=workspace, deployed__isnull=False)
+        .select_related("deployed")
+        .order_by("slug")
+    )
     if not routes:
         return [], []
     catalog = catalog_names()
@@ -232,15 +241,25 @@ def _route_nodes(workspace: Workspace, now: float) -> tuple[list[BudgetLine], li
                 counter = counter_name(key_scope(workspace.pk, name), node.period, now)
                 counter = counter if name else ""  # no key: nothing is counted
                 if isinstance(node, RateLimitNode):
-                    rates.append(RateNodeLine(label, node.period, node.requests, name,
-                                              _utc(end), counter))  # fmt: skip
+                    rates.append(
+                        RateNodeLine(label, node.period, node.requests, name, _utc(end), counter)
+                    )
                     continue
-                budgets.append(BudgetLine(
-                    source="route", budget_id=None, scope=f"key {name}" if name else "—",
-                    key_name=name, period=node.period, limit_micros=node.limit_micros,
-                    period_start=_utc(start), resets_at=_utc(end), counter=counter,
-                    route=label, note="" if name else "no key uses this route",
-                ))  # fmt: skip
+                budgets.append(
+                    BudgetLine(
+                        source="route",
+                        budget_id=None,
+                        scope=f"key {name}" if name else "—",
+                        key_name=name,
+                        period=node.period,
+                        limit_micros=node.limit_micros,
+                        period_start=_utc(start),
+                        resets_at=_utc(end),
+                        counter=counter,
+                        route=label,
+                        note="" if name else "no key uses this route",
+                    )
+                )
     return budgets, rates
 
 
@@ -274,20 +293,33 @@ def budget_page(workspace: Workspace, now: float) -> BudgetPage:
     states = _read(counters)
     fired = _fired(budgets)
     shown = tuple(
-        replace(line, alerts=tuple(replace(a, fired_at=fired.get((line.counter, a.threshold)))
-                                   for a in line.alerts),
-                spending=_state(line.counter, states))
+        replace(
+            line,
+            alerts=tuple(
+                replace(a, fired_at=fired.get((line.counter, a.threshold))) for a in line.alerts
+            ),
+            spending=_state(line.counter, states),
+        )
         for line in budgets
-    )  # fmt: skip
+    )
     nodes = tuple(_used(line, states) for line in rate_nodes)
-    rows = [row for row in RateLimit.objects.filter(workspace=workspace).order_by("key_name")
-            if is_limiting(row)]  # fmt: skip
+    rows = [
+        row
+        for row in RateLimit.objects.filter(workspace=workspace).order_by("key_name")
+        if is_limiting(row)
+    ]
     uses = read_limit_usage(rows, now)
-    lines = tuple(RateLimitLine(row, None if uses is None else uses.get(row.key_name, {}))
-                  for row in rows)  # fmt: skip
-    return BudgetPage(shown, lines, nodes, unavailable=states is None,
-                      limits_unavailable=uses is None,
-                      limits_shared=admission_state.stores().kind == "redis")  # fmt: skip
+    lines = tuple(
+        RateLimitLine(row, None if uses is None else uses.get(row.key_name, {})) for row in rows
+    )
+    return BudgetPage(
+        shown,
+        lines,
+        nodes,
+        unavailable=states is None,
+        limits_unavailable=uses is None,
+        limits_shared=admission_state.stores().kind == "redis",
+    )
 
 
 def _state(counter: str, states: dict[str, CounterState] | None) -> CounterState | None:

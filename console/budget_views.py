@@ -37,16 +37,30 @@ BUDGET_FORM = ("key_name", "period", "usd", "alerts")
 
 
 def _page(
-    request: HttpRequest, seen: Access, *, problems: tuple[str, ...] = (),
+    request: HttpRequest,
+    seen: Access,
+    *,
+    problems: tuple[str, ...] = (),
     forms: Mapping[str, Mapping[str, str]] | None = None,
-) -> HttpResponse:  # fmt: skip
-    names = (ApiKey.objects.active().filter(workspace=seen.workspace).order_by("name")
-             .values_list("name", flat=True).distinct()[:500])  # fmt: skip
+) -> HttpResponse:
+    names = (
+        ApiKey.objects.active()
+        .filter(workspace=seen.workspace)
+        .order_by("name")
+        .values_list("name", flat=True)
+        .distinct()[:500]
+    )
     context = {
-        "access": seen, "section": "budgets", "page": budget_page(seen.workspace, time.time()),
-        "periods": BUDGET_PERIODS, "key_names": list(names), "problems": problems,
-        "budget_form": {}, "limits_form": {}, **(forms or {}),
-    }  # fmt: skip
+        "access": seen,
+        "section": "budgets",
+        "page": budget_page(seen.workspace, time.time()),
+        "periods": BUDGET_PERIODS,
+        "key_names": list(names),
+        "problems": problems,
+        "budget_form": {},
+        "limits_form": {},
+        **(forms or {}),
+    }
     return render(request, "console/budgets.html", context, status=400 if problems else 200)
 
 
@@ -66,8 +80,9 @@ def _budget_body(post: QueryDict) -> dict[str, Any]:
 
 def _limits_body(post: QueryDict) -> dict[str, Any]:
     """The form as `PUT limits` takes it: a blank limit is null (no limit of that kind)."""
-    body: dict[str, Any] = {f: form_number(post[f]) if post.get(f, "").strip() else None
-                            for f in LIMIT_FIELDS}  # fmt: skip
+    body: dict[str, Any] = {
+        f: form_number(post[f]) if post.get(f, "").strip() else None for f in LIMIT_FIELDS
+    }
     if post.get("key_name", "") != "":
         body["key_name"] = post["key_name"]
     return body
@@ -84,8 +99,9 @@ def _typed(post: QueryDict, fields: tuple[str, ...]) -> dict[str, str]:
 def _set_budget(request: HttpRequest, seen: Access) -> str:
     body = validated(BudgetBodySerializer(data=_budget_body(request.POST)))
     key_name, values = body["key_name"], body["budget"]
-    saved = budget_services.set_budget(seen.workspace, key_name, values,
-                                       actor=request.user.get_username())  # fmt: skip
+    saved = budget_services.set_budget(
+        seen.workspace, key_name, values, actor=request.user.get_username()
+    )
     done = "created" if saved.created else "saved"
     return f"The {values.period} budget of {_scope(key_name)} {done}."
 
@@ -116,8 +132,9 @@ def delete_budget(request: HttpRequest, ws: str, budget_id: int) -> HttpResponse
 def _set_limits(request: HttpRequest, seen: Access) -> str:
     body = validated(RateLimitBodySerializer(data=_limits_body(request.POST)))
     key_name, values = body["key_name"], body["limits"]
-    budget_services.set_rate_limits(seen.workspace, key_name, values,
-                                    actor=request.user.get_username())  # fmt: skip
+    budget_services.set_rate_limits(
+        seen.workspace, key_name, values, actor=request.user.get_username()
+    )
     done = "removed" if values.is_empty else "saved"
     return f"The rate limits of {_scope(key_name)} {done}."
 

@@ -44,19 +44,38 @@ from workspaces.services import (
 
 def _page(request: HttpRequest, seen: Access, problems: Sequence[str] = ()) -> HttpResponse:
     """The credentials page; a 400 when it shows a form's problems."""
-    credentials = (ProviderCredential.objects.filter(workspace=seen.workspace)
-                   .prefetch_related("api_keys").order_by("provider_slug"))  # fmt: skip
-    keys = list(ApiKey.objects.active().filter(workspace=seen.workspace).order_by("name")
-                .values_list("lookup_id", "name")[:500])  # fmt: skip
+    credentials = (
+        ProviderCredential.objects.filter(workspace=seen.workspace)
+        .prefetch_related("api_keys")
+        .order_by("provider_slug")
+    )
+    keys = list(
+        ApiKey.objects.active()
+        .filter(workspace=seen.workspace)
+        .order_by("name")
+        .values_list("lookup_id", "name")[:500]
+    )
     health = request_state.credentials_health(
         seen.workspace.pk, [c.provider_slug for c in credentials], time.time()
     )
-    rows = [{"credential": c, "models": ", ".join(c.allowed_models),
-             "keys": {k.lookup_id for k in c.api_keys.all()},
-             "health": _shown(health.get(c.provider_slug))} for c in credentials]  # fmt: skip
+    rows = [
+        {
+            "credential": c,
+            "models": ", ".join(c.allowed_models),
+            "keys": {k.lookup_id for k in c.api_keys.all()},
+            "health": _shown(health.get(c.provider_slug)),
+        }
+        for c in credentials
+    ]
     providers = Provider.objects.order_by("slug").values_list("slug", flat=True)
-    context = {"access": seen, "section": "credentials", "rows": rows, "keys": keys,
-               "providers": list(providers), "problems": problems}  # fmt: skip
+    context = {
+        "access": seen,
+        "section": "credentials",
+        "rows": rows,
+        "keys": keys,
+        "providers": list(providers),
+        "problems": problems,
+    }
     status = 400 if problems else 200
     return render(request, "console/credentials.html", context, status=status)
 
@@ -66,9 +85,12 @@ def _shown(health: dict[str, Any] | None) -> dict[str, Any] | None:
     error rate in per cent and the p50 latency in whole ms, as the Live page says them."""
     if health is None:
         return None
-    shown = {name: value.replace("T", " ").removesuffix("Z")[:19]
-             if name.endswith(("_until", "_at")) and isinstance(value, str) else value
-             for name, value in health.items()}  # fmt: skip
+    shown = {
+        name: value.replace("T", " ").removesuffix("Z")[:19]
+        if name.endswith(("_until", "_at")) and isinstance(value, str)
+        else value
+        for name, value in health.items()
+    }
     rate, p50 = health["error_rate"], health["latency_p50_ms"]
     shown["error_percent"] = "—" if rate is None else f"{100 * rate:.1f} %"
     shown["latency_p50"] = "—" if p50 is None else f"{round(p50)} ms"
@@ -82,8 +104,11 @@ def credentials(request: HttpRequest, ws: str) -> HttpResponse:
 
 def _rules(post: QueryDict) -> CredentialRules:
     models = tuple(comma_list(post.get("allowed_models", "")))
-    return CredentialRules(allowed_models=models, api_keys=tuple(post.getlist("api_keys")),
-                           managed_fallback=post.get("managed_fallback") == "on")  # fmt: skip
+    return CredentialRules(
+        allowed_models=models,
+        api_keys=tuple(post.getlist("api_keys")),
+        managed_fallback=post.get("managed_fallback") == "on",
+    )
 
 
 def _problems(error: Exception) -> list[str]:
@@ -96,16 +121,19 @@ def _problems(error: Exception) -> list[str]:
 def _store_credential(request: HttpRequest, seen: Access) -> str:
     provider, secret = request.POST.get("provider", "").strip(), request.POST.get("secret", "")
     actor = request.user.get_username()
-    stored = ProviderCredential.objects.filter(workspace=seen.workspace,
-                                               provider_slug=provider).first()  # fmt: skip
+    stored = ProviderCredential.objects.filter(
+        workspace=seen.workspace, provider_slug=provider
+    ).first()
     # The service validates the form (provider, secret, rules) as it writes.
     try:
         if stored is None:
-            create_credential(seen.workspace, provider, secret=secret, rules=_rules(request.POST),
-                              actor=actor)  # fmt: skip
+            create_credential(
+                seen.workspace, provider, secret=secret, rules=_rules(request.POST), actor=actor
+            )
         else:
-            replace_credential(stored, secret=secret or None, rules=_rules(request.POST),
-                               actor=actor)  # fmt: skip
+            replace_credential(
+                stored, secret=secret or None, rules=_rules(request.POST), actor=actor
+            )
     except (CredentialInvalid, DuplicateCredential, ValueError) as error:
         raise FormProblems(_problems(error)) from error
     return f"Credential for {provider} saved."

@@ -12,11 +12,19 @@ from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 from django.utils.decorators import sync_and_async_middleware
 
-POLICY = "; ".join([
-    "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:",
-    "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
-    "frame-ancestors 'none'",
-])  # fmt: skip
+POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
 PREFIX = "/console/"
 
 

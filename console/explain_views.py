@@ -37,8 +37,10 @@ def _active_keys(seen: Access) -> list[tuple[str, str]]:
 
 def _body(form: dict[str, str]) -> dict[str, Any]:
     """The chat body the form describes; ValueError naming a field whose JSON is wrong."""
-    body: dict[str, Any] = {"model": form["model"].strip(),
-                            "messages": [{"role": "user", "content": form["message"]}]}  # fmt: skip
+    body: dict[str, Any] = {
+        "model": form["model"].strip(),
+        "messages": [{"role": "user", "content": form["message"]}],
+    }
     if form["residency"]:
         body["residency"] = form["residency"]
     for name in ("provider", "routing"):
@@ -64,8 +66,13 @@ async def explain(request: HttpRequest, ws: str) -> HttpResponse:
     seen = await sync_to_async(access)(await request.auser(), ws)
     keys = await sync_to_async(_active_keys)(seen)
     form = {name: request.POST.get(name, "") for name in FORM}
-    context: dict[str, Any] = {"access": seen, "section": "explain", "keys": keys,
-                               "residencies": RESIDENCY, "form": form}  # fmt: skip
+    context: dict[str, Any] = {
+        "access": seen,
+        "section": "explain",
+        "keys": keys,
+        "residencies": RESIDENCY,
+        "form": form,
+    }
     status = 200
     if request.method == "POST":
         seen.require(Action.USE)

@@ -39,10 +39,15 @@ def _page(request: HttpRequest, seen: Access, **extra: object) -> HttpResponse:
     # index per key inside the one query — the gateway writes nothing per request for it.
     newest = RequestTrace.objects.filter(workspace=seen.workspace, api_key=OuterRef("pk"))
     last_used = Subquery(newest.order_by("-created_at").values("created_at")[:1])
-    keys = list(ApiKey.objects.filter(workspace=seen.workspace).annotate(last_used=last_used)
-                .order_by("-created_at")[:500])  # fmt: skip
-    settings = {s.name: s for s in KeySettings.objects.filter(workspace=seen.workspace)
-                .select_related("preset")}  # fmt: skip
+    keys = list(
+        ApiKey.objects.filter(workspace=seen.workspace)
+        .annotate(last_used=last_used)
+        .order_by("-created_at")[:500]
+    )
+    settings = {
+        s.name: s
+        for s in KeySettings.objects.filter(workspace=seen.workspace).select_related("preset")
+    }
     now = timezone.now()
     rows = [{"key": k, "status": k.status(now), "settings": settings.get(k.name)} for k in keys]
     context = {"access": seen, "section": "keys", "rows": rows, **extra}
@@ -79,8 +84,9 @@ def create_key(request: HttpRequest, ws: str) -> HttpResponse:
     except ValueError as error:
         return _page(request, seen, problem=str(error))
     try:
-        created = create_api_key(seen.workspace, name=name, actor=request.user.get_username(),
-                                 expires_at=expires_at)  # fmt: skip
+        created = create_api_key(
+            seen.workspace, name=name, actor=request.user.get_username(), expires_at=expires_at
+        )
     except (DuplicateKeyName, InvalidName) as error:
         return _page(request, seen, problem=str(error))
     # The secret is in this response only: not in the session, a message or a log.
@@ -99,13 +105,22 @@ def revoke_key(request: HttpRequest, ws: str, key_id: int) -> HttpResponse:
     return redirect("console:keys", ws=seen.workspace.slug)
 
 
-def _edit_page(request: HttpRequest, seen: Access, key: ApiKey, form: dict[str, str],
-               problem: str = "") -> HttpResponse:  # fmt: skip
-    context = {"access": seen, "section": "keys", "key": key, "form": form, "problem": problem,
-               "presets": Preset.objects.filter(workspace=seen.workspace).order_by("slug")
-               .values_list("slug", flat=True),
-               "routes": Route.objects.filter(workspace=seen.workspace).order_by("slug")
-               .values_list("slug", flat=True)}  # fmt: skip
+def _edit_page(
+    request: HttpRequest, seen: Access, key: ApiKey, form: dict[str, str], problem: str = ""
+) -> HttpResponse:
+    context = {
+        "access": seen,
+        "section": "keys",
+        "key": key,
+        "form": form,
+        "problem": problem,
+        "presets": Preset.objects.filter(workspace=seen.workspace)
+        .order_by("slug")
+        .values_list("slug", flat=True),
+        "routes": Route.objects.filter(workspace=seen.workspace)
+        .order_by("slug")
+        .values_list("slug", flat=True),
+    }
     return render(request, "console/key_edit.html", context, status=400 if problem else 200)
 
 
@@ -116,15 +131,19 @@ def edit_key(request: HttpRequest, ws: str, key_id: int) -> HttpResponse:
     key = get_object_or_404(ApiKey, workspace=seen.workspace, pk=key_id)
     settings = KeySettings.objects.filter(workspace=seen.workspace, name=key.name).first()
     if request.method != "POST":
-        form = {"name": key.name,
-                "expires_on": key.expires_at.date().isoformat() if key.expires_at else "",
-                "allowed_models": ", ".join(settings.allowed_models) if settings else "",
-                "preset": settings.preset.slug if settings and settings.preset else "",
-                "routes": ", ".join(settings.routes) if settings else ""}  # fmt: skip
+        form = {
+            "name": key.name,
+            "expires_on": key.expires_at.date().isoformat() if key.expires_at else "",
+            "allowed_models": ", ".join(settings.allowed_models) if settings else "",
+            "preset": settings.preset.slug if settings and settings.preset else "",
+            "routes": ", ".join(settings.routes) if settings else "",
+        }
         return _edit_page(request, seen, key, form)
     seen.require(Action.EDIT)
-    form = {name: request.POST.get(name, "") for name in
-            ("name", "expires_on", "allowed_models", "preset", "routes")}  # fmt: skip
+    form = {
+        name: request.POST.get(name, "")
+        for name in ("name", "expires_on", "allowed_models", "preset", "routes")
+    }
     try:
         changes = {"name": form["name"].strip(), "expires_at": _expiry(form["expires_on"])}
         settings_changes = {

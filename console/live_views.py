@@ -112,8 +112,12 @@ def live_data(request: HttpRequest, ws: str) -> JsonResponse:
     try:
         params = parse_params(request.GET)
     except BadParams as error:  # the management API's error envelope
-        problem = {"message": str(error), "type": "invalid_request_error",
-                   "param": error.param, "code": "invalid_request"}  # fmt: skip
+        problem = {
+            "message": str(error),
+            "type": "invalid_request_error",
+            "param": error.param,
+            "code": "invalid_request",
+        }
         return JsonResponse({"error": problem}, status=400)
     response = JsonResponse(live_json(seen.workspace, params, timezone.now()))
     response["Cache-Control"] = "no-store"
@@ -124,9 +128,14 @@ def live_data(request: HttpRequest, ws: str) -> JsonResponse:
 def live_metrics(request: HttpRequest, ws: str) -> HttpResponse:
     seen = access(request.user, ws)
     context: dict[str, Any] = {
-        "access": seen, "section": "live", "windows": list(WINDOWS), "groupings": GROUPINGS,
-        "charts": CHARTS, "refresh_s": REFRESH_S, "max_rows": MAX_ROWS,
-    }  # fmt: skip
+        "access": seen,
+        "section": "live",
+        "windows": list(WINDOWS),
+        "groupings": GROUPINGS,
+        "charts": CHARTS,
+        "refresh_s": REFRESH_S,
+        "max_rows": MAX_ROWS,
+    }
     try:
         params = parse_params(request.GET)
     except BadParams as error:  # the form, with the problem and the defaults chosen

@@ -16,8 +16,14 @@ from console.workspace_config import comma_list, form_number
 
 RESIDENCY = ("eu-owned", "eu-hosted", "any")
 MODES = ("balanced", "price", "latency", "throughput")
-LISTS = ("allowed_regions", "provider_allow", "provider_deny", "model_allow", "model_deny",
-         "data_classes")  # fmt: skip
+LISTS = (
+    "allowed_regions",
+    "provider_allow",
+    "provider_deny",
+    "model_allow",
+    "model_deny",
+    "data_classes",
+)
 TIMEOUTS = ("connect_ms", "ttft_ms", "idle_ms", "total_ms")
 COOLDOWN = ("base_s", "max_s")
 
@@ -31,8 +37,12 @@ class Field:
 
 # Every R-POL-1 field, in the form's order, with the inline help the page shows.
 FIELDS = (
-    Field("allowed_residency", "Residency", "Sovereignty classes requests may go to; eu-hosted "
-          "includes eu-owned, none ticked means any. Never relaxed by a request."),
+    Field(
+        "allowed_residency",
+        "Residency",
+        "Sovereignty classes requests may go to; eu-hosted "
+        "includes eu-owned, none ticked means any. Never relaxed by a request.",
+    ),
     Field("allowed_regions", "Regions", "Comma-separated regions (eu-west-1, …); empty: any."),
     Field("provider_allow", "Providers allowed", "Only these providers; empty: all."),
     Field("provider_deny", "Providers denied", "Never these providers."),
@@ -47,7 +57,7 @@ FIELDS = (
     Field("max_attempts", "Attempts", "Upstream attempts per request at most."),
     Field("timeouts", "Timeouts", "Milliseconds; empty: the endpoint's, then the gateway's."),
     Field("cooldown", "Cooldown", "Seconds an endpoint rests after failing; max ≥ base."),
-)  # fmt: skip
+)
 
 
 def form_values(document: Mapping[str, Any]) -> dict[str, Any]:

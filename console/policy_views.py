@@ -42,13 +42,24 @@ def _posted(request: HttpRequest) -> dict[str, Any]:
 
 
 def _page(
-    request: HttpRequest, seen: Access, values: dict[str, Any], models: list[ModelPreview],
-    problems: list[str], status: int = 200,
-) -> HttpResponse:  # fmt: skip
+    request: HttpRequest,
+    seen: Access,
+    values: dict[str, Any],
+    models: list[ModelPreview],
+    problems: list[str],
+    status: int = 200,
+) -> HttpResponse:
     fields = [(field, values.get(field.name, "")) for field in FIELDS]
-    context = {"access": seen, "section": "policy", "values": values, "fields": fields,
-               "residency": RESIDENCY, "modes": MODES, "models": models,
-               "problems": problems}  # fmt: skip
+    context = {
+        "access": seen,
+        "section": "policy",
+        "values": values,
+        "fields": fields,
+        "residency": RESIDENCY,
+        "modes": MODES,
+        "models": models,
+        "problems": problems,
+    }
     return render(request, "console/policy.html", context, status=status)
 
 
@@ -67,9 +78,11 @@ def save_policy(request: HttpRequest, ws: str) -> HttpResponse:
     seen.require(Action.EDIT)
     doc = _posted(request)
     try:
-        report = apply_config(section(seen.workspace, "policy", doc),
-                              actor=request.user.get_username(),
-                              target="console:policy")  # fmt: skip
+        report = apply_config(
+            section(seen.workspace, "policy", doc),
+            actor=request.user.get_username(),
+            target="console:policy",
+        )
     except ConfigError as error:
         models = preview(policy_view(_stored(seen)), catalog_endpoints())
         return _page(request, seen, form_values(doc), models, problems(error, PREFIX), status=400)

@@ -32,19 +32,35 @@ def _rows(seen: Access) -> list[dict[str, Any]]:
     for name, preset_id in settings.values_list("name", "preset_id"):
         users.setdefault(preset_id, []).append(name)
     return [
-        {"preset": p, "keys": sorted(users.get(p.pk, [])),
-         "form": {**{n: ", ".join(getattr(p, n)) for n in LISTS},
-                  "default_prompt": p.default_prompt,
-                  "default_params": json.dumps(p.default_params, indent=1) if p.default_params
-                  else ""}}
+        {
+            "preset": p,
+            "keys": sorted(users.get(p.pk, [])),
+            "form": {
+                **{n: ", ".join(getattr(p, n)) for n in LISTS},
+                "default_prompt": p.default_prompt,
+                "default_params": json.dumps(p.default_params, indent=1)
+                if p.default_params
+                else "",
+            },
+        }
         for p in Preset.objects.filter(workspace=seen.workspace).order_by("slug")
-    ]  # fmt: skip
+    ]
 
 
-def _page(request: HttpRequest, seen: Access, problems: list[str], status: int = 200,
-          draft: dict[str, str] | None = None) -> HttpResponse:  # fmt: skip
-    context = {"access": seen, "section": "presets", "rows": _rows(seen), "problems": problems,
-               "draft": draft or {}}  # fmt: skip
+def _page(
+    request: HttpRequest,
+    seen: Access,
+    problems: list[str],
+    status: int = 200,
+    draft: dict[str, str] | None = None,
+) -> HttpResponse:
+    context = {
+        "access": seen,
+        "section": "presets",
+        "rows": _rows(seen),
+        "problems": problems,
+        "draft": draft or {},
+    }
     return render(request, "console/presets.html", context, status=status)
 
 
@@ -78,13 +94,17 @@ def save_preset(request: HttpRequest, ws: str) -> HttpResponse:
     workspace = seen.workspace
     try:
         entry = _entry(request.POST)
-        report = apply_config(section(workspace, "presets", [entry]),
-                              actor=request.user.get_username(),
-                              target="console:presets")  # fmt: skip
+        report = apply_config(
+            section(workspace, "presets", [entry]),
+            actor=request.user.get_username(),
+            target="console:presets",
+        )
     except ConfigError as error:
         found = problems(error, "workspaces[0].presets[0].")
-        draft = {name: request.POST.get(name, "") for name in (*LISTS, "slug", "default_prompt",
-                                                               "default_params")}  # fmt: skip
+        draft = {
+            name: request.POST.get(name, "")
+            for name in (*LISTS, "slug", "default_prompt", "default_params")
+        }
         return _page(request, seen, found, status=400, draft=draft)
     shown = entry["slug"]
     messages.success(request, f"Preset {shown} saved." if report.changed else "Nothing changed.")

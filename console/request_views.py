@@ -23,10 +23,25 @@ from console.access import access
 from console.trace_view import attempt_chain, trace_page
 from workspaces.models import ApiKey
 
-WINDOWS = {"15m": timedelta(minutes=15), "1h": timedelta(hours=1),
-           "24h": timedelta(days=1), "7d": timedelta(days=7)}  # fmt: skip
-FORM_FIELDS = ("window", "key", "model", "provider", "status", "error_code", "tier", "route",
-               "route_version", "session_id", "trace_id")  # fmt: skip
+WINDOWS = {
+    "15m": timedelta(minutes=15),
+    "1h": timedelta(hours=1),
+    "24h": timedelta(days=1),
+    "7d": timedelta(days=7),
+}
+FORM_FIELDS = (
+    "window",
+    "key",
+    "model",
+    "provider",
+    "status",
+    "error_code",
+    "tier",
+    "route",
+    "route_version",
+    "session_id",
+    "trace_id",
+)
 
 
 def _query_params(get: QueryDict) -> dict[str, str]:
@@ -62,11 +77,15 @@ def request_log(request: HttpRequest, ws: str) -> HttpResponse:
     first.pop("cursor", None)
     more["cursor"] = found["next_cursor"] or ""
     context = {
-        "access": seen, "section": "requests", "rows": rows, "problem": problem,
+        "access": seen,
+        "section": "requests",
+        "rows": rows,
+        "problem": problem,
         "filters": {name: request.GET.get(name, "") for name in FORM_FIELDS},
-        "windows": list(WINDOWS), "next_query": more.urlencode() if found["next_cursor"] else "",
+        "windows": list(WINDOWS),
+        "next_query": more.urlencode() if found["next_cursor"] else "",
         "first_query": first.urlencode() if request.GET.get("cursor") else None,
-    }  # fmt: skip
+    }
     if request.headers.get("HX-Request") == "true":  # htmx swaps 2xx only: the problem shows
         response = render(request, "console/_request_rows.html", context)
         shown = {name: value for name, value in request.GET.items() if value.strip()}
@@ -82,6 +101,5 @@ def trace(request: HttpRequest, ws: str, trace_id: uuid.UUID) -> HttpResponse:
     if found is None:
         raise Http404("No such trace in this workspace.")
     detail = trace_log.detail_json(found, ApiKey.objects.filter(workspace=seen.workspace))
-    context = {"access": seen, "section": "requests", "trace": detail,
-               "page": trace_page(detail)}  # fmt: skip
+    context = {"access": seen, "section": "requests", "trace": detail, "page": trace_page(detail)}
     return render(request, "console/trace.html", context)

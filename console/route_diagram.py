@@ -92,12 +92,16 @@ class Box:
         left, right, top, bottom = self.x + PAD, self.x + self.w - PAD, self.y + 18, self.y + 70
         share = percent(self.share_pct or 0.0)
         counted = "" if self.traffic is None else f"{self.traffic:,} req · {share}"
-        lines = [Line(self.title, left, top, "node-title"),
-                 Line(self.type.replace("_", " "), right, top, "node-type"),
-                 *(Line(text, left, self.y + 38 + 15 * i, "node-detail")
-                   for i, text in enumerate(self.details)),
-                 Line(counted, left, bottom, "node-traffic"),
-                 Line(" · ".join(self.flags), right, bottom, "node-flags")]  # fmt: skip
+        lines = [
+            Line(self.title, left, top, "node-title"),
+            Line(self.type.replace("_", " "), right, top, "node-type"),
+            *(
+                Line(text, left, self.y + 38 + 15 * i, "node-detail")
+                for i, text in enumerate(self.details)
+            ),
+            Line(counted, left, bottom, "node-traffic"),
+            Line(" · ".join(self.flags), right, bottom, "node-flags"),
+        ]
         return tuple(line for line in lines if line.text)
 
 
@@ -135,9 +139,11 @@ class Diagram:
 
 
 def layout_route(
-    route: Route, *, traffic: Mapping[str, int] | None = None,
+    route: Route,
+    *,
+    traffic: Mapping[str, int] | None = None,
     marked: Mapping[str, str] | None = None,
-) -> Diagram:  # fmt: skip
+) -> Diagram:
     """The diagram of `route`. `traffic` counts requests by node id (callers pass what ended
     at each terminal); a node shows a count and its share of the counted total only when it
     is in `traffic`. `marked` gives diff marks by node id. Exits to unknown ids are not
@@ -152,24 +158,33 @@ def layout_route(
             continue
         count = counts.get(node_id)
         share = None if count is None else round(100 * count / max(total, 1), 1)
-        boxes.append(Box(
-            id=node_id, type=node_type(route.nodes[node_id]),
-            x=MARGIN + column * (BOX_W + COL_GAP), y=MARGIN + round(row * (BOX_H + ROW_GAP)),
-            w=BOX_W, h=BOX_H, phrases=describe(route.nodes[node_id]),
-            is_start=node_id == route.start,
-            is_watched=guard is not None and guard.node == node_id,
-            is_baseline=guard is not None and guard.baseline == node_id,
-            traffic=count, share_pct=share,
-            mark=(marked or {}).get(node_id, ""),
-        ))  # fmt: skip
+        boxes.append(
+            Box(
+                id=node_id,
+                type=node_type(route.nodes[node_id]),
+                x=MARGIN + column * (BOX_W + COL_GAP),
+                y=MARGIN + round(row * (BOX_H + ROW_GAP)),
+                w=BOX_W,
+                h=BOX_H,
+                phrases=describe(route.nodes[node_id]),
+                is_start=node_id == route.start,
+                is_watched=guard is not None and guard.node == node_id,
+                is_baseline=guard is not None and guard.baseline == node_id,
+                traffic=count,
+                share_pct=share,
+                mark=(marked or {}).get(node_id, ""),
+            )
+        )
     columns = max(column for column, _ in places.values()) + 1
     rows = max(sum(1 for c, _ in places.values() if c == i) for i in range(columns))
     return Diagram(
-        slug=route.slug, columns=columns,
+        slug=route.slug,
+        columns=columns,
         width=2 * MARGIN + columns * BOX_W + (columns - 1) * COL_GAP,
         height=2 * MARGIN + rows * BOX_H + (rows - 1) * ROW_GAP,
-        boxes=tuple(boxes), edges=_edges(route, boxes, places),
-    )  # fmt: skip
+        boxes=tuple(boxes),
+        edges=_edges(route, boxes, places),
+    )
 
 
 def _exits(route: Route, node_id: str) -> list[tuple[str, str]]:

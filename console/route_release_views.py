@@ -65,8 +65,15 @@ def diff(request: HttpRequest, ws: str, slug: str) -> HttpResponse:
     if asked_from is None and new is not None:  # by default: the version before `new`
         old = found.versions.filter(number__lt=new.number).order_by("-number").first()
     unknown = (asked_from and old is None) or (asked_to and new is None)
-    context = {"access": seen, "section": "routes", "route": found, "old": old, "new": new,
-               "versions": versions, **_comparison(old, new)}  # fmt: skip
+    context = {
+        "access": seen,
+        "section": "routes",
+        "route": found,
+        "old": old,
+        "new": new,
+        "versions": versions,
+        **_comparison(old, new),
+    }
     return render(request, "console/route_diff.html", context, status=400 if unknown else 200)
 
 
@@ -79,10 +86,17 @@ def _release_page(
     if target is None and kind == "deploy":
         target = found.versions.order_by("-number").first()
     attached = KeySettings.objects.filter(workspace=seen.workspace).names_by_route()
-    context = {"access": seen, "section": "routes", "route": found, "kind": kind,
-               "target": target, "problem": problem, "keys": attached.get(found.slug, []),
-               "earlier": found.versions.exclude(pk=found.deployed_id).order_by("-number"),
-               **_comparison(found.deployed, target)}  # fmt: skip
+    context = {
+        "access": seen,
+        "section": "routes",
+        "route": found,
+        "kind": kind,
+        "target": target,
+        "problem": problem,
+        "keys": attached.get(found.slug, []),
+        "earlier": found.versions.exclude(pk=found.deployed_id).order_by("-number"),
+        **_comparison(found.deployed, target),
+    }
     status = 400 if problem else 200
     return render(request, "console/route_release.html", context, status=status)
 
@@ -102,8 +116,9 @@ def _release(request: HttpRequest, ws: str, slug: str, kind: str) -> HttpRespons
     except RouteError as error:
         return _release_page(request, seen, found, kind, problem=str(error))
     verb = "Deployed" if kind == "deploy" else "Rolled back to"
-    messages.success(request, f"{verb} version {version.number}: in effect on every gateway "
-                              "within 2 seconds.")  # fmt: skip
+    messages.success(
+        request, f"{verb} version {version.number}: in effect on every gateway within 2 seconds."
+    )
     return redirect("console:route", ws=seen.workspace.slug, slug=slug)
 
 
@@ -126,9 +141,14 @@ def replay(request: HttpRequest, ws: str, slug: str) -> HttpResponse:
     found = route_of(seen, slug)
     since = request.POST.get("since", "24h")
     target = _version(found, _number(request.POST.get("version")))
-    context: dict[str, Any] = {"access": seen, "section": "routes", "route": found,
-                               "target": target, "since": since,
-                               "windows": REPLAY_WINDOWS}  # fmt: skip
+    context: dict[str, Any] = {
+        "access": seen,
+        "section": "routes",
+        "route": found,
+        "target": target,
+        "since": since,
+        "windows": REPLAY_WINDOWS,
+    }
     try:
         if target is None:
             raise ValueError("choose a version of this route to replay")
@@ -136,8 +156,11 @@ def replay(request: HttpRequest, ws: str, slug: str) -> HttpResponse:
     except (ValueError, RouteInvalid) as error:
         context["problem"] = str(error)
         return render(request, "console/route_replay.html", context, status=400)
-    context |= {"report": report, "rows": _sample_rows(report.sample, report.predictions),
-                "cost_delta": signed_usd(report.cost_delta_micros)}  # fmt: skip
+    context |= {
+        "report": report,
+        "rows": _sample_rows(report.sample, report.predictions),
+        "cost_delta": signed_usd(report.cost_delta_micros),
+    }
     return render(request, "console/route_replay.html", context)
 
 
@@ -154,10 +177,14 @@ def _sample_rows(sample: list[str], predictions: dict[str, dict[str, Any]]) -> l
     )
     served = {str(trace.pk): trace for trace in traces}
     return [
-        {"trace": served[trace_id], "would": predictions.get(trace_id, {}),
-         "was_model": _served_model(served[trace_id])}
-        for trace_id in sample if trace_id in served
-    ]  # fmt: skip
+        {
+            "trace": served[trace_id],
+            "would": predictions.get(trace_id, {}),
+            "was_model": _served_model(served[trace_id]),
+        }
+        for trace_id in sample
+        if trace_id in served
+    ]
 
 
 def _served_model(trace: RequestTrace) -> str:

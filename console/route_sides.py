@@ -42,17 +42,30 @@ def side_by_side(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Section
     sections = [_section("route", "", "", old_top, new_top, changed_paths, exists=(True, True))]
     old_nodes, new_nodes = _mapping(old.get("nodes")), _mapping(new.get("nodes"))
     for node in [*new_nodes, *(n for n in old_nodes if n not in new_nodes)]:
-        sections.append(_section(
-            f"node {node}", str(node), f"nodes.{node}.", _mapping(old_nodes.get(node)),
-            _mapping(new_nodes.get(node)), changed_paths,
-            exists=(node in old_nodes, node in new_nodes),
-        ))  # fmt: skip
+        sections.append(
+            _section(
+                f"node {node}",
+                str(node),
+                f"nodes.{node}.",
+                _mapping(old_nodes.get(node)),
+                _mapping(new_nodes.get(node)),
+                changed_paths,
+                exists=(node in old_nodes, node in new_nodes),
+            )
+        )
     old_guard, new_guard = old.get("rollout_guard"), new.get("rollout_guard")
     if old_guard or new_guard:
-        sections.append(_section(
-            "rollout guard", "", "rollout_guard.", _mapping(old_guard), _mapping(new_guard),
-            changed_paths, exists=(bool(old_guard), bool(new_guard)),
-        ))  # fmt: skip
+        sections.append(
+            _section(
+                "rollout guard",
+                "",
+                "rollout_guard.",
+                _mapping(old_guard),
+                _mapping(new_guard),
+                changed_paths,
+                exists=(bool(old_guard), bool(new_guard)),
+            )
+        )
     return sections
 
 

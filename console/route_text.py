@@ -37,8 +37,9 @@ def route_text(content: Mapping[str, Any]) -> str:
     its own line (its scalar fields in flow style), then the rollout guard."""
     ordered = {key: content[key] for key in TOP_ORDER if key in content}
     ordered |= {k: v for k, v in content.items() if k not in ordered and k != "slug"}
-    text: str = yaml.safe_dump(ordered, sort_keys=False, default_flow_style=None, width=100,
-                               allow_unicode=True)  # fmt: skip
+    text: str = yaml.safe_dump(
+        ordered, sort_keys=False, default_flow_style=None, width=100, allow_unicode=True
+    )
     return text
 
 

@@ -80,12 +80,16 @@ def routes(request: HttpRequest, ws: str) -> HttpResponse:
     traffic = node_traffic(seen.workspace, time.time(), [route.slug for route in rows])
     keys = KeySettings.objects.filter(workspace=seen.workspace).names_by_route()
     listed = [
-        {"route": route, "keys": keys.get(route.slug, []),
-         "guard": (route.deployed.content.get("rollout_guard") if route.deployed else None),
-         "traffic": traffic.by_version.get((route.slug, route.deployed.number), [])
-         if route.deployed else []}
+        {
+            "route": route,
+            "keys": keys.get(route.slug, []),
+            "guard": (route.deployed.content.get("rollout_guard") if route.deployed else None),
+            "traffic": traffic.by_version.get((route.slug, route.deployed.number), [])
+            if route.deployed
+            else [],
+        }
         for route in rows
-    ]  # fmt: skip
+    ]
     context = {"access": seen, "section": "routes", "rows": listed, "traffic": traffic}
     return render(request, "console/routes.html", context)
 
@@ -114,9 +118,15 @@ def _editor_page(
     status: int = 200,
 ) -> HttpResponse:
     rows = min(max(draft["text"].count("\n") + 2, EDITOR_MIN_ROWS), EDITOR_MAX_ROWS)
-    context: dict[str, Any] = {"access": seen, "section": "routes", "route": found,
-                               "draft": draft, "problems": problems, "editor_rows": rows,
-                               "message_max": MAX_MESSAGE_CHARS}  # fmt: skip
+    context: dict[str, Any] = {
+        "access": seen,
+        "section": "routes",
+        "route": found,
+        "draft": draft,
+        "problems": problems,
+        "editor_rows": rows,
+        "message_max": MAX_MESSAGE_CHARS,
+    }
     if found is not None:
         context |= _studio(seen, found, request.GET.get("version", ""))
     return render(request, "console/route.html", context, status=status)
@@ -132,21 +142,26 @@ def _studio(seen: Access, found: Route, asked: str) -> dict[str, Any]:
     shown = shown or deployed or (versions[0] if versions else None)
     graph, graph_problems = graph_of(shown)
     traffic = node_traffic(seen.workspace, now, [found.slug])
-    counts = {s.node: s.requests for s in traffic.by_version.get((found.slug, shown.number), [])} \
-        if shown else {}  # fmt: skip
+    counts = (
+        {s.node: s.requests for s in traffic.by_version.get((found.slug, shown.number), [])}
+        if shown
+        else {}
+    )
     deployed_graph = graph if shown is deployed else graph_of(deployed)[0]
     guard = deployed_graph.rollout_guard if deployed_graph else None
     attached = KeySettings.objects.filter(workspace=seen.workspace).names_by_route()
     return {
         "versions": [(v, version_status(v, deployed)) for v in versions],
-        "shown": shown, "graph_problems": graph_problems,
+        "shown": shown,
+        "graph_problems": graph_problems,
         "diagram": layout_route(graph, traffic=counts) if graph else None,
         "traffic": traffic,
         "keys": attached.get(found.slug, []),
-        "guard": guard_panel(found, guard, now), "guard_history": guard_history(found),
+        "guard": guard_panel(found, guard, now),
+        "guard_history": guard_history(found),
         "replay_windows": REPLAY_WINDOWS,
         "newest": versions[0] if versions else None,
-    }  # fmt: skip
+    }
 
 
 @login_required
@@ -167,8 +182,9 @@ def save(request: HttpRequest, ws: str) -> HttpResponse:
         if is_new and existing is not None:
             raise RouteTextError(f"slug: route {slug!r} exists already: edit it on its page")
         content = read_route_text(text, slug)
-        saved = save_route(seen.workspace, content, actor=request.user.get_username(),
-                           message=message)  # fmt: skip
+        saved = save_route(
+            seen.workspace, content, actor=request.user.get_username(), message=message
+        )
     except RouteTextError as error:
         problem = LocatedProblem("", "", str(error))
         return _editor_page(request, seen, existing, draft, [problem], status=400)

@@ -54,13 +54,16 @@ def node_traffic(workspace: Workspace, now: float, routes: Iterable[str]) -> Nod
     over the newest TRAFFIC_MAX_TRACES of the hour when there were more. Asked by route
     slug, so a busy workspace's hour of traffic is not read for the few routes it has."""
     since = datetime.fromtimestamp(now - TRAFFIC_WINDOW_S, tz=UTC)
-    rows = RequestTrace.objects.filter(workspace=workspace, created_at__gte=since, purpose="",
-                                       route__in=list(routes))  # fmt: skip
+    rows = RequestTrace.objects.filter(
+        workspace=workspace, created_at__gte=since, purpose="", route__in=list(routes)
+    )
     # The newest ones by the workspace's (created_at, id) index, as the live page reads them.
     newest = rows.order_by("-created_at", "-id").values("id")[:TRAFFIC_MAX_TRACES]
-    counts = (RequestTrace.objects.filter(id__in=newest)
-              .values_list("route", "route_version", "route_node")
-              .annotate(n=Count("id"), oldest=Min("created_at")))  # fmt: skip
+    counts = (
+        RequestTrace.objects.filter(id__in=newest)
+        .values_list("route", "route_version", "route_node")
+        .annotate(n=Count("id"), oldest=Min("created_at"))
+    )
     found: dict[tuple[str, int], list[tuple[str, int]]] = {}
     counted, oldest_counted = 0, None
     for route, version, node, n, oldest in counts:
@@ -68,10 +71,12 @@ def node_traffic(workspace: Workspace, now: float, routes: Iterable[str]) -> Nod
         counted += n
         oldest_counted = oldest if oldest_counted is None else min(oldest, oldest_counted)
     by_version = {
-        key: [NodeShare(node, n, round(100 * n / sum(c for _, c in nodes)))
-              for node, n in sorted(nodes, key=lambda row: (-row[1], row[0]))]
+        key: [
+            NodeShare(node, n, round(100 * n / sum(c for _, c in nodes)))
+            for node, n in sorted(nodes, key=lambda row: (-row[1], row[0]))
+        ]
         for key, nodes in found.items()
-    }  # fmt: skip
+    }
     # Exactly the cap counted: the hour may have held more, so say the count stops there.
     capped = counted >= TRAFFIC_MAX_TRACES
     return NodeTraffic(by_version, counted, oldest_counted if capped else None)
@@ -102,14 +107,16 @@ def guard_panel(route: Route, guard: RolloutGuard | None, now: float) -> GuardPa
     baseline = window_stats(route, version, guard.baseline, since)
     verdict = guard_verdict(guard, watched, baseline)
     numbers = {
-        "watched": watched, "baseline": baseline,
+        "watched": watched,
+        "baseline": baseline,
         "watched_error_pct": _percent(watched.errors, watched.requests),
         "baseline_error_pct": _percent(baseline.errors, baseline.requests),
-        "max_error_points": None if guard.max_error_rate_delta is None
+        "max_error_points": None
+        if guard.max_error_rate_delta is None
         else round(guard.max_error_rate_delta * 100, 2),
         "watched_cost_usd": _per_request_usd(watched.cost_micros, watched.requests),
         "baseline_cost_usd": _per_request_usd(baseline.cost_micros, baseline.requests),
-    }  # fmt: skip
+    }
     return GuardPanel(guard, version, verdict, numbers)
 
 
@@ -125,7 +132,8 @@ def guard_history(route: Route) -> list[AdminEvent]:
     """The rollout guard's automatic rollbacks of `route`, newest first, with the numbers
     each compared (their audit events, R-BEY-4)."""
     events = AdminEvent.objects.filter(
-        workspace_id=route.workspace_id, action="route.guard_rollback",
+        workspace_id=route.workspace_id,
+        action="route.guard_rollback",
         target__startswith=f"{route.slug} v",
-    )  # fmt: skip
+    )
     return list(events.order_by("-created_at", "-id")[:GUARD_HISTORY])

@@ -19,13 +19,28 @@ from routing.engine.routes.graph import (
     SplitNode,
 )
 
-_OP_WORDS = {"equals": "equals", "not_equals": "does not equal", "in": "is one of",
-             "not_in": "is not one of", "glob": "matches", "greater_than": "is greater than",
-             "less_than": "is less than"}  # fmt: skip
-_SPLIT_WORDS = {"session": "by session", "prompt_cache_key": "by prompt cache key",
-                "key": "by API key", "random": "at random"}  # fmt: skip
-_PERIOD_UNITS = {"minute": "minute", "hour": "hour", "daily": "day", "weekly": "week",
-                 "monthly": "month"}  # fmt: skip
+_OP_WORDS = {
+    "equals": "equals",
+    "not_equals": "does not equal",
+    "in": "is one of",
+    "not_in": "is not one of",
+    "glob": "matches",
+    "greater_than": "is greater than",
+    "less_than": "is less than",
+}
+_SPLIT_WORDS = {
+    "session": "by session",
+    "prompt_cache_key": "by prompt cache key",
+    "key": "by API key",
+    "random": "at random",
+}
+_PERIOD_UNITS = {
+    "minute": "minute",
+    "hour": "hour",
+    "daily": "day",
+    "weekly": "week",
+    "monthly": "month",
+}
 
 
 def describe(node: Node) -> tuple[str, ...]:

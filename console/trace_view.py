@@ -115,7 +115,7 @@ def _decision(entry: Mapping[str, Any], answered: str) -> ModelDecision:
             factors=tuple(_bar(f, widest) for f in s.get("factors") or []),
             multipliers=tuple(
                 (m.get("name", ""), m.get("value", 1.0)) for m in s.get("multipliers") or []
-            ),  # fmt: skip
+            ),
         )
         for rank, s in enumerate(scored, start=1)
     )
@@ -200,7 +200,7 @@ def _facts(detail: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         (
             "Route",
             f"{route} v{detail.get('route_version')} → {detail.get('route_node')}" if route else "",
-        ),  # fmt: skip
+        ),
         ("Session", detail.get("session_id")),
         ("API key", f"{key.get('name', '')} ({key.get('prefix', '')}…)" if key else "deleted"),
         ("Request id", detail.get("request_id")),

@@ -34,14 +34,14 @@ urlpatterns = [
         "<slug:ws>/credentials/<slug:provider>/delete",
         credential_views.remove_credential,
         name="remove-credential",
-    ),  # fmt: skip
+    ),
     path("<slug:ws>/budgets/", budget_views.budgets, name="budgets"),
     path("<slug:ws>/budgets/save", budget_views.save_budget, name="save-budget"),
     path(
         "<slug:ws>/budgets/<int:budget_id>/delete",
         budget_views.delete_budget,
         name="delete-budget",
-    ),  # fmt: skip
+    ),
     path("<slug:ws>/budgets/limits", budget_views.save_limits, name="save-limits"),
     path("<slug:ws>/keys/new/", key_views.create_key, name="create-key"),
     path("<slug:ws>/keys/<int:key_id>/", key_views.edit_key, name="edit-key"),
@@ -64,5 +64,5 @@ urlpatterns = [
         "<slug:ws>/routes/<slug:slug>/rollback/",
         route_release_views.rollback,
         name="rollback-route",
-    ),  # fmt: skip
+    ),
 ]

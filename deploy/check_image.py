@@ -105,9 +105,14 @@ def as_image_user(image: Image, argv: list[str]) -> list[str]:
 
 def run(image: Image, env: dict, *argv: str, ok: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        as_image_user(image, list(argv)), cwd=image.workdir, env=env,
-        capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        as_image_user(image, list(argv)),
+        cwd=image.workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     if ok and result.returncode != 0:
         raise SystemExit(f"`{' '.join(argv)}` failed ({result.returncode}):\n{result.stderr}")
     return result
@@ -118,8 +123,13 @@ def started(image: Image, env: dict, argv: list[str], log: Path) -> Iterator[Cal
     """A long-running process of the image; yields a reader of its log so far, which
     fails the check once the process has exited."""
     with open(log, "wb") as out:
-        process = subprocess.Popen(as_image_user(image, argv), cwd=image.workdir, env=env,
-                                   stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        process = subprocess.Popen(
+            as_image_user(image, argv),
+            cwd=image.workdir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
         def read() -> str:
             text = log.read_text(errors="replace")
@@ -164,15 +174,30 @@ def with_port(argv: list[str], port: int) -> list[str]:
 
 def catalog(upstream_url: str) -> dict:
     return {
-        "providers": [{"slug": "fake", "name": "fake", "api_style": "openai",
-                       "base_url": upstream_url, "api_key_env": UPSTREAM_KEY_ENV}],
-        "models": [{"slug": "image-check/model", "capabilities": ["text"],
-                    "context_window": 32768}],
-        "endpoints": [{"id": "fake-ep", "provider": "fake", "model": "image-check/model",
-                       "upstream_model": "fake-up", "region": "us-east-1",
-                       "price": {"input": 1, "output": 1}}],
+        "providers": [
+            {
+                "slug": "fake",
+                "name": "fake",
+                "api_style": "openai",
+                "base_url": upstream_url,
+                "api_key_env": UPSTREAM_KEY_ENV,
+            }
+        ],
+        "models": [
+            {"slug": "image-check/model", "capabilities": ["text"], "context_window": 32768}
+        ],
+        "endpoints": [
+            {
+                "id": "fake-ep",
+                "provider": "fake",
+                "model": "image-check/model",
+                "upstream_model": "fake-up",
+                "region": "us-east-1",
+                "price": {"input": 1, "output": 1},
+            }
+        ],
         "workspaces": [{"slug": "image-check", "name": "image-check", "policy": {}}],
-    }  # fmt: skip
+    }
 
 
 @contextlib.contextmanager
@@ -197,8 +222,12 @@ def exercise(image: Image, env: dict, scratch: Path) -> None:
     run(image, env, "switchyard", "migrate", "--noinput")
     run(image, env, "switchyard", "migrate", "--check")
     upstream_port, gateway_port = free_port(), free_port()
-    with started(image, env, ["python", "-m", "fakeupstream", "--port", str(upstream_port)],
-                 scratch / "fakeupstream.log"):  # fmt: skip
+    with started(
+        image,
+        env,
+        ["python", "-m", "fakeupstream", "--port", str(upstream_port)],
+        scratch / "fakeupstream.log",
+    ):
         config = scratch / "catalog.yaml"
         config.write_text(yaml.safe_dump(catalog(f"http://127.0.0.1:{upstream_port}/v1")))
         config.chmod(0o644)
@@ -218,9 +247,10 @@ def exercise(image: Image, env: dict, scratch: Path) -> None:
             )
             require(bool(answer.choices[0].message.content), f"an empty answer: {answer}")
             stream = client.chat.completions.create(
-                model="image-check/model", stream=True,
+                model="image-check/model",
+                stream=True,
                 messages=[{"role": "user", "content": "hello"}],
-            )  # fmt: skip
+            )
             text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
             require(bool(text), "the stream carried no text")
             step("the console's sign-in page and a static file")
@@ -229,8 +259,9 @@ def exercise(image: Image, env: dict, scratch: Path) -> None:
             require(plain.status_code == 301 and redirected, "plain HTTP is not sent to HTTPS")
             page = httpx.get(f"{base}/console/sign-in/", headers={"X-Forwarded-Proto": "https"})
             require(page.status_code == 200 and "<form" in page.text, f"sign-in: {page}")
-            css = httpx.get(f"{base}/static/console/console.css",
-                            headers={"X-Forwarded-Proto": "https"})  # fmt: skip
+            css = httpx.get(
+                f"{base}/static/console/console.css", headers={"X-Forwarded-Proto": "https"}
+            )
             is_css = css.headers.get("content-type", "").startswith("text/css")
             require(css.status_code == 200 and is_css, f"console.css: {css}")
     step("the Celery worker runs what beat sends")
@@ -242,9 +273,12 @@ def exercise(image: Image, env: dict, scratch: Path) -> None:
         started(image, env, beat, scratch / "beat.log") as beat_log,
     ):
         done = re.compile(r"Task routing\.tasks\.roll_up_live_metrics\[[^]]+\] succeeded")
-        wait_for("the worker to finish a rollup beat sent",
-                 lambda: bool(done.search(worker_log())), 90,
-                 lambda: worker_log() + beat_log())  # fmt: skip
+        wait_for(
+            "the worker to finish a rollup beat sent",
+            lambda: bool(done.search(worker_log())),
+            90,
+            lambda: worker_log() + beat_log(),
+        )
     with contextlib.suppress(FileNotFoundError):
         os.unlink(schedule)
 
@@ -256,20 +290,27 @@ def step(text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres", default=os.environ.get(
-        "IMAGE_CHECK_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres"))  # fmt: skip
-    parser.add_argument("--redis", default=os.environ.get(
-        "IMAGE_CHECK_REDIS", "redis://127.0.0.1:6379/0"))  # fmt: skip
-    parser.add_argument("--broker", default=os.environ.get(
-        "IMAGE_CHECK_BROKER", "redis://127.0.0.1:6379/14"))  # fmt: skip
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get(
+            "IMAGE_CHECK_POSTGRES", "postgres://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    parser.add_argument(
+        "--redis", default=os.environ.get("IMAGE_CHECK_REDIS", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument(
+        "--broker", default=os.environ.get("IMAGE_CHECK_BROKER", "redis://127.0.0.1:6379/14")
+    )
     options = parser.parse_args()
     stages = parse((ROOT / "Dockerfile").read_text())
     problems = static_problems(stages, read_dockerignore(ROOT))
     if problems:
         raise SystemExit("image-check: " + "\n  ".join(["the Dockerfile:", *problems]))
     step("hadolint")
-    subprocess.run([str(Path(sys.executable).parent / "hadolint"), str(ROOT / "Dockerfile")],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [str(Path(sys.executable).parent / "hadolint"), str(ROOT / "Dockerfile")], check=True
+    )
     with tempfile.TemporaryDirectory(prefix="switchyard-image-") as folder:
         workspace = Path(folder)
         workspace.chmod(0o755)  # uid 10001 walks to the install; the stages stay root's

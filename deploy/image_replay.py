@@ -140,8 +140,9 @@ def _apply(
     elif name == "RUN":
         argv = json.loads(value) if value.startswith("[") else ["sh", "-c", value]
         argv = [reroot(arg, image.root) for arg in argv]
-        done = subprocess.run(argv, cwd=image.workdir, env=image.env, capture_output=True,
-                              text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            argv, cwd=image.workdir, env=image.env, capture_output=True, text=True, check=False
+        )
         if done.returncode != 0:
             raise RuntimeError(f"RUN {value} failed:\n{done.stdout[-4000:]}{done.stderr[-4000:]}")
     elif name == "COPY":

@@ -31,32 +31,53 @@ def take_down(service: str, redis_url: str, started_at: float) -> Outage:
         _redis_cli(redis_url, "shutdown", "nosave", check=False)  # the connection drops
         time.sleep(DOWN_S[service])
         port = str(urlparse(redis_url).port or 6379)
-        subprocess.run(["redis-server", "--daemonize", "yes", "--bind", "127.0.0.1", "-::1",
-                        "--port", port, "--save", "", "--appendonly", "no",
-                        "--dir", "/var/lib/redis", "--logfile", "/var/log/redis/ci.log"],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            [
+                "redis-server",
+                "--daemonize",
+                "yes",
+                "--bind",
+                "127.0.0.1",
+                "-::1",
+                "--port",
+                port,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                "/var/lib/redis",
+                "--logfile",
+                "/var/log/redis/ci.log",
+            ],
+            check=True,
+        )
         _until(lambda: _redis_cli(redis_url, "ping", check=False) == "PONG", "Redis")
     elif service == "postgres":
         _cluster("stop")
         time.sleep(DOWN_S[service])
         _cluster("start")
-        _until(lambda: subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"]).returncode == 0,
-               "PostgreSQL")  # fmt: skip
+        _until(
+            lambda: subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"]).returncode == 0,
+            "PostgreSQL",
+        )
     else:
         raise ValueError(f"no outage for {service!r}: redis or postgres")
     return Outage(service, began - started_at, time.monotonic() - started_at)
 
 
 def _redis_cli(redis_url: str, *args: str, check: bool) -> str:
-    done = subprocess.run(["redis-cli", "-u", redis_url, *args], capture_output=True,
-                          text=True, check=check)  # fmt: skip
+    done = subprocess.run(
+        ["redis-cli", "-u", redis_url, *args], capture_output=True, text=True, check=check
+    )
     return done.stdout.strip()
 
 
 def _cluster(action: str) -> None:
     version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[-1]
-    subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action], check=True
+    )
 
 
 def _until(condition, what: str) -> None:

@@ -75,8 +75,9 @@ def pgbouncer(database_url: str, folder: Path) -> Iterator[str]:
     as_postgres = ["-u", "postgres"] if os.geteuid() == 0 else []
     # Debian installs it in /usr/sbin, which is not on every user's PATH
     binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
-    process = subprocess.Popen([binary, *as_postgres, str(config)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    process = subprocess.Popen(
+        [binary, *as_postgres, str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = target._replace(netloc=f"postgres@127.0.0.1:{port}").geturl()
     try:
         _until_accepting(url, process, home / "pgbouncer.log")

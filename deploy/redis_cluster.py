@@ -53,19 +53,29 @@ def redis_cluster(folder: Path) -> Iterator[str]:
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                )  # fmt: skip
+                )
             )
         for port in ports:
             _until(lambda port=port: _cli(port, "ping") == "PONG", f"redis-server on {port}")
         subprocess.run(
-            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in ports),
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True,
-        )  # fmt: skip
+            [
+                "redis-cli",
+                "--cluster",
+                "create",
+                *(f"127.0.0.1:{p}" for p in ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            check=True,
+            capture_output=True,
+        )
         # Every node must know every slot's owner before a client's first command.
         for port in ports:
-            _until(lambda port=port: "cluster_state:ok" in _cli(port, "cluster", "info"),
-                   f"the cluster, as node {port} sees it")  # fmt: skip
+            _until(
+                lambda port=port: "cluster_state:ok" in _cli(port, "cluster", "info"),
+                f"the cluster, as node {port} sees it",
+            )
         yield f"redis://127.0.0.1:{ports[0]}/0"
     finally:
         for node in nodes:

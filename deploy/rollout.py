@@ -70,8 +70,12 @@ KEYS = ("budgeted", "limited", "routed")  # each with a budget of its own
 OPEN = "open"  # a key with no budget and no limit: it never asks the admission store
 # Each budgeted key in a workspace of its own: on a Redis Cluster their keys lie on three
 # masters (the workspaces of a fresh database, ids 1 to 3, hash to three slot ranges).
-HOMES = {"budgeted": f"{WORKSPACE}-budgeted", "limited": f"{WORKSPACE}-limited",
-         "routed": WORKSPACE, OPEN: WORKSPACE}  # fmt: skip
+HOMES = {
+    "budgeted": f"{WORKSPACE}-budgeted",
+    "limited": f"{WORKSPACE}-limited",
+    "routed": WORKSPACE,
+    OPEN: WORKSPACE,
+}
 UPSTREAM_KEY_ENV = "ROLLOUT_UPSTREAM_KEY"
 GRACE_S, DRAIN_S = 2.0, 20.0  # each replica's SWITCHYARD_DRAIN_GRACE_SECONDS, _DRAIN_SECONDS
 # docs/routes.md: every gateway process picks a deploy up within two seconds.
@@ -105,10 +109,12 @@ def main() -> None:
         default="",
         help="instead of restarts: take this dependency down (deploy/outages.py)",
     )
-    parser.add_argument("--pgbouncer", action="store_true",
-                        help="the fleet through PgBouncer, transaction pooling")  # fmt: skip
-    parser.add_argument("--redis-cluster", action="store_true",
-                        help="the fleet on a Redis Cluster of three masters")  # fmt: skip
+    parser.add_argument(
+        "--pgbouncer", action="store_true", help="the fleet through PgBouncer, transaction pooling"
+    )
+    parser.add_argument(
+        "--redis-cluster", action="store_true", help="the fleet on a Redis Cluster of three masters"
+    )
     args = parser.parse_args()
     if args.pgbouncer and args.outage:
         parser.error("--pgbouncer measures the rolling restart, not an --outage")
@@ -124,20 +130,28 @@ def rollout(folder: Path, args: argparse.Namespace) -> list[str]:
     prefix = f"switchyard-rollout-{uuid.uuid4().hex[:8]}"
     with (
         postgres_database(args.postgres, "_rollout") as database_url,
-        (pgbouncer(database_url, folder) if args.pgbouncer
-         else contextlib.nullcontext(database_url)) as fleet_database_url,
-        (redis_cluster(folder) if args.redis_cluster
-         else contextlib.nullcontext(args.redis)) as redis_url,
+        (
+            pgbouncer(database_url, folder)
+            if args.pgbouncer
+            else contextlib.nullcontext(database_url)
+        ) as fleet_database_url,
+        (
+            redis_cluster(folder) if args.redis_cluster else contextlib.nullcontext(args.redis)
+        ) as redis_url,
         running_fake_upstream("slow", name="rollout") as fake,
-    ):  # fmt: skip
+    ):
         clustered = {"SWITCHYARD_REDIS_CLUSTER": "1"} if args.redis_cluster else {}
         env = base_env(
-            DATABASE_URL=database_url, REDIS_URL=redis_url, CELERY_BROKER_URL=args.broker,
+            DATABASE_URL=database_url,
+            REDIS_URL=redis_url,
+            CELERY_BROKER_URL=args.broker,
             **clustered,
-            SWITCHYARD_SHARED_STATE_PREFIX=prefix, LOG_LEVEL="WARNING",
-            SWITCHYARD_DRAIN_GRACE_SECONDS=str(GRACE_S), SWITCHYARD_DRAIN_SECONDS=str(DRAIN_S),
+            SWITCHYARD_SHARED_STATE_PREFIX=prefix,
+            LOG_LEVEL="WARNING",
+            SWITCHYARD_DRAIN_GRACE_SECONDS=str(GRACE_S),
+            SWITCHYARD_DRAIN_SECONDS=str(DRAIN_S),
             **{UPSTREAM_KEY_ENV: "rollout-upstream-key"},
-        )  # fmt: skip
+        )
         # the migrations and the harness's checks (database_url) connect straight, the
         # fleet (with --pgbouncer) through PgBouncer
         pooled = {"SWITCHYARD_DB_TRANSACTION_POOLING": "1"} if args.pgbouncer else {}
@@ -154,8 +168,9 @@ def rollout(folder: Path, args: argparse.Namespace) -> list[str]:
                     )
                     return report_outage(outcomes, down, fake, database_url, rate)
                 before = Footprint.now(redis_url, database_url, args.redis_cluster)
-                outcomes, deployed_s = asyncio.run(_load_and_roll(url, callers, rate, seconds,
-                                                                  replicas, fleet))  # fmt: skip
+                outcomes, deployed_s = asyncio.run(
+                    _load_and_roll(url, callers, rate, seconds, replicas, fleet)
+                )
                 used = Footprint.now(redis_url, database_url, args.redis_cluster) - before
                 through = _through_pgbouncer(fleet) if args.pgbouncer else ""
             return report(outcomes, deployed_s, replicas, fake, database_url, rate, used, through)
@@ -189,8 +204,9 @@ class Footprint:
             client.close()
         with psycopg.connect(database_url, autocommit=True) as db:
             name = db.info.dbname
-            commits = db.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s",
-                                 (name,)).fetchone()[0]  # fmt: skip
+            commits = db.execute(
+                "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (name,)
+            ).fetchone()[0]
             held = db.execute(
                 "SELECT count(*) - 1 FROM pg_stat_activity WHERE datname = %s", (name,)
             ).fetchone()[0]  # (the - 1: not this connection)
@@ -198,20 +214,35 @@ class Footprint:
 
     def __sub__(self, before: Footprint) -> Footprint:
         masters = tuple(a - b for a, b in zip(self.masters, before.masters, strict=True))
-        return Footprint(self.redis_commands - before.redis_commands,
-                         self.transactions - before.transactions, self.connections,
-                         masters)  # fmt: skip
+        return Footprint(
+            self.redis_commands - before.redis_commands,
+            self.transactions - before.transactions,
+            self.connections,
+            masters,
+        )
 
 
 def _through_pgbouncer(fleet: dict[str, str]) -> str:
     """What PgBouncer served, and a `route replay` over the run's traces through it
     (QuerySet.iterator(): a server-side cursor unless they are disabled)."""
     served = Served.now(fleet["DATABASE_URL"])
-    replay = manage("route", "replay", ROUTE, "--workspace", WORKSPACE, "--version", "2",
-                    "--since", "1h", env=fleet).splitlines()[0]  # fmt: skip
-    return (f"PgBouncer passed {served.transactions} transactions to the database; at the "
-            f"end {served.clients} client connections on {served.servers} server "
-            f"connections\n  route replay through it: {replay}")  # fmt: skip
+    replay = manage(
+        "route",
+        "replay",
+        ROUTE,
+        "--workspace",
+        WORKSPACE,
+        "--version",
+        "2",
+        "--since",
+        "1h",
+        env=fleet,
+    ).splitlines()[0]
+    return (
+        f"PgBouncer passed {served.transactions} transactions to the database; at the "
+        f"end {served.clients} client connections on {served.servers} server "
+        f"connections\n  route replay through it: {replay}"
+    )
 
 
 def prepare(env: dict[str, str], fake: FakeUpstreamProcess, folder: Path) -> list[Caller]:
@@ -274,9 +305,15 @@ def background(env: dict[str, str], folder: Path) -> Iterator[None]:
     celery = [sys.executable, "-m", "celery", "-A", "gateway"]
     commands = {
         "worker": [*celery, "worker", "--loglevel", "WARNING", "--concurrency", "1"],
-        "beat": [*celery, "beat", "--loglevel", "WARNING",
-                 "--schedule", str(folder / "beat-schedule")],
-    }  # fmt: skip
+        "beat": [
+            *celery,
+            "beat",
+            "--loglevel",
+            "WARNING",
+            "--schedule",
+            str(folder / "beat-schedule"),
+        ],
+    }
     processes = {}
     for name, command in commands.items():
         with open(folder / f"{name}.log", "ab") as log:
@@ -301,7 +338,8 @@ def balancer(replicas: list[Replica], folder: Path) -> Iterator[str]:
     # A replica answering /readyz 503 (draining) is out after two checks, 0.5 s, well
     # inside its grace; back after two good ones. A connection that fails or closes
     # without an answer is retried on another replica (no request reached a gateway).
-    config.write_text(textwrap.dedent(f"""\
+    config.write_text(
+        textwrap.dedent(f"""\
         defaults
           mode http
           timeout connect 2s
@@ -317,7 +355,10 @@ def balancer(replicas: list[Replica], folder: Path) -> Iterator[str]:
           balance roundrobin
           option httpchk GET /readyz
           default-server inter 250ms fall 2 rise 2
-        """) + servers + "\n")  # fmt: skip
+        """)
+        + servers
+        + "\n"
+    )
     with open(folder / "haproxy.log", "ab") as log:
         process = subprocess.Popen(["haproxy", "-db", "-f", str(config)], stdout=log, stderr=log)
     try:
@@ -344,9 +385,13 @@ def stop(replicas: list[Replica]) -> None:
 
 
 async def _load_and_roll(
-    url: str, callers: list[Caller], rate: float, seconds: float, replicas: list[Replica],
+    url: str,
+    callers: list[Caller],
+    rate: float,
+    seconds: float,
+    replicas: list[Replica],
     env: dict[str, str],
-) -> tuple[list[Outcome], float]:  # fmt: skip
+) -> tuple[list[Outcome], float]:
     stop = asyncio.Event()
     load = asyncio.create_task(run_load(url, callers, rate, stop))
     started = time.monotonic()
@@ -398,17 +443,24 @@ def restart(replica: Replica, env: dict[str, str]) -> None:
     code = replica.process.wait(timeout=GRACE_S + DRAIN_S + 15)
     exited = time.monotonic()
     start(replica, env)
-    replica.events.append(f"SIGTERM, exit {code} after {exited - signalled:.1f} s, "
-                          f"ready again after {time.monotonic() - exited:.1f} s")  # fmt: skip
+    replica.events.append(
+        f"SIGTERM, exit {code} after {exited - signalled:.1f} s, "
+        f"ready again after {time.monotonic() - exited:.1f} s"
+    )
     if code != 0:
         replica.events.append(f"FAILED: exited {code}")
 
 
 def report(
-    outcomes: list[Outcome], deployed_s: float, replicas: list[Replica],
-    fake: FakeUpstreamProcess, database_url: str, rate: float, used: Footprint,
+    outcomes: list[Outcome],
+    deployed_s: float,
+    replicas: list[Replica],
+    fake: FakeUpstreamProcess,
+    database_url: str,
+    rate: float,
+    used: Footprint,
     through: str,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Print what the run saw and return the checks that failed."""
     failures = []
     errors = [o for o in outcomes if o.error]
@@ -416,8 +468,10 @@ def report(
     ran_s = max(o.sent_s for o in outcomes)
     pooler = ", on PostgreSQL through PgBouncer (transaction pooling)" if through else ""
     pooler += ", on a Redis Cluster of 3 masters" if used.masters else ""
-    print(f"rolling restart: 3 replicas behind HAProxy{pooler}, {ran_s:.0f} s at {rate:g} "
-          f"requests/s, a quarter streamed: {len(outcomes)} requests")  # fmt: skip
+    print(
+        f"rolling restart: 3 replicas behind HAProxy{pooler}, {ran_s:.0f} s at {rate:g} "
+        f"requests/s, a quarter streamed: {len(outcomes)} requests"
+    )
     print(f"  answered 200: {len(outcomes) - len(errors)}; client errors or resets: {len(errors)}")
     for outcome in errors[:10]:
         print(f"    at {outcome.sent_s:.1f} s, {outcome.caller}: {outcome.error}")
@@ -432,9 +486,11 @@ def report(
     if used.masters:
         shares = " + ".join(f"{m / n:.1f}" for m in used.masters)
         whose = f"the cluster's masters', {shares}; Celery's apart"
-    print(f"  per request: {used.redis_commands / n:.1f} Redis commands ({whose}), "
-          f"{used.transactions / n:.2f} PostgreSQL transactions; connections to "
-          f"the database at the end: {used.connections}")  # fmt: skip
+    print(
+        f"  per request: {used.redis_commands / n:.1f} Redis commands ({whose}), "
+        f"{used.transactions / n:.2f} PostgreSQL transactions; connections to "
+        f"the database at the end: {used.connections}"
+    )
     if through:
         print(f"  {through}")
     for replica in replicas:
@@ -449,17 +505,22 @@ def report(
 
 
 def report_outage(
-    outcomes: list[Outcome], down: Outage, fake: FakeUpstreamProcess, database_url: str,
+    outcomes: list[Outcome],
+    down: Outage,
+    fake: FakeUpstreamProcess,
+    database_url: str,
     rate: float,
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """Print what each kind of key got before, during and after the outage; return the
     checks that failed: a key with no budget or limit must never fail, a budgeted one
     only with 503 budget_store_unavailable (R-LIM-2: fail closed), no stream may be cut,
     and the traces and ledger must add up once the dependency is back."""
     ran_s = max(o.sent_s for o in outcomes)
-    print(f"{down.service} down under load: {ran_s:.0f} s at {rate:g} requests/s, "
-          f"{len(outcomes)} requests; down from {down.began_s:.1f} s, back at "
-          f"{down.ended_s:.1f} s")  # fmt: skip
+    print(
+        f"{down.service} down under load: {ran_s:.0f} s at {rate:g} requests/s, "
+        f"{len(outcomes)} requests; down from {down.began_s:.1f} s, back at "
+        f"{down.ended_s:.1f} s"
+    )
     phases = {
         "before": lambda o: o.sent_s < down.began_s,
         "while down": lambda o: down.began_s <= o.sent_s <= down.ended_s,
@@ -471,12 +532,18 @@ def report_outage(
     }
     for phase, in_phase in phases.items():
         for kind, of_kind in kinds.items():
-            seen = Counter(f"{o.status} {o.code}".strip() if o.status else o.error
-                           for o in outcomes if in_phase(o) and of_kind(o))  # fmt: skip
+            seen = Counter(
+                f"{o.status} {o.code}".strip() if o.status else o.error
+                for o in outcomes
+                if in_phase(o) and of_kind(o)
+            )
             print(f"  {phase:>10}, {kind}: " + ", ".join(f"{n} × {s}" for s, n in seen.items()))
     failures = []
-    wrong = [o for o in outcomes if o.status != 200
-             and (o.caller == OPEN or o.code != "budget_store_unavailable")]  # fmt: skip
+    wrong = [
+        o
+        for o in outcomes
+        if o.status != 200 and (o.caller == OPEN or o.code != "budget_store_unavailable")
+    ]
     for outcome in wrong[:10]:
         print(f"    at {outcome.sent_s:.1f} s, {outcome.caller}: {outcome.error}")
     if wrong:
@@ -505,8 +572,10 @@ def _check_traces(db: psycopg.Connection, outcomes: list[Outcome]) -> list[str]:
     _wait(lambda: stored() >= len(sent), "every trace to be stored", SETTLE_TIMEOUT_S, fail=False)
     rows = {str(r[0]) for r in db.execute("SELECT id FROM audit_requesttrace")}
     extra, lost = len(rows - sent), len(sent - rows)
-    print(f"  traces: {len(rows)} stored for {len(outcomes)} requests; lost {lost}, "
-          f"without a trace id {missing_id}, not of a client request {extra}")  # fmt: skip
+    print(
+        f"  traces: {len(rows)} stored for {len(outcomes)} requests; lost {lost}, "
+        f"without a trace id {missing_id}, not of a client request {extra}"
+    )
     if lost or extra or missing_id:
         return [f"traces: {lost} lost, {missing_id} without an id, {extra} extra"]
     return []
@@ -514,15 +583,20 @@ def _check_traces(db: psycopg.Connection, outcomes: list[Outcome]) -> list[str]:
 
 def _check_ledger(db: psycopg.Connection, fake: FakeUpstreamProcess) -> list[str]:
     usage = fake.stats()["usage_by_user"]
-    expected = {name: usage.get(name, {}).get("prompt_tokens", 0) * PRICE_IN
-                + usage.get(name, {}).get("completion_tokens", 0) * PRICE_OUT
-                for name in KEYS}  # fmt: skip
+    expected = {
+        name: usage.get(name, {}).get("prompt_tokens", 0) * PRICE_IN
+        + usage.get(name, {}).get("completion_tokens", 0) * PRICE_OUT
+        for name in KEYS
+    }
 
     def ledger() -> dict[str, int]:
         found = {}
         for name in KEYS:
-            row = db.execute("SELECT coalesce(sum(cost_micros), 0) FROM workspaces_spendentry"
-                             " WHERE counter LIKE %s", (f"key:%:{name}:%",)).fetchone()  # fmt: skip
+            row = db.execute(
+                "SELECT coalesce(sum(cost_micros), 0) FROM workspaces_spendentry"
+                " WHERE counter LIKE %s",
+                (f"key:%:{name}:%",),
+            ).fetchone()
             found[name] = int(row[0])
         return found
 
@@ -538,14 +612,19 @@ def _check_ledger(db: psycopg.Connection, fake: FakeUpstreamProcess) -> list[str
 
 def _check_route(db: psycopg.Connection, outcomes: list[Outcome], deployed_s: float) -> list[str]:
     routed = {o.trace_id: o for o in outcomes if o.caller == "routed" and o.trace_id}
-    versions = dict(db.execute("SELECT id::text, route_version FROM audit_requesttrace"
-                               " WHERE route = %s", (ROUTE,)).fetchall())  # fmt: skip
+    versions = dict(
+        db.execute(
+            "SELECT id::text, route_version FROM audit_requesttrace WHERE route = %s", (ROUTE,)
+        ).fetchall()
+    )
     late = [t for t, o in routed.items() if o.sent_s > deployed_s + ROUTE_BOUND_S]
     stale = [t for t in late if versions.get(t) != 2]
     before = [o.sent_s for t, o in routed.items() if versions.get(t) == 1]
-    print(f"  route deployed at {deployed_s:.1f} s; {len(late)} routed requests sent after "
-          f"{deployed_s + ROUTE_BOUND_S:.1f} s, on an older version: {len(stale)}; the last "
-          f"on version 1 was sent at {max(before, default=0):.1f} s")  # fmt: skip
+    print(
+        f"  route deployed at {deployed_s:.1f} s; {len(late)} routed requests sent after "
+        f"{deployed_s + ROUTE_BOUND_S:.1f} s, on an older version: {len(stale)}; the last "
+        f"on version 1 was sent at {max(before, default=0):.1f} s"
+    )
     return [f"{len(stale)} routed requests on an old version"] if stale else []
 
 

@@ -98,8 +98,17 @@ async def _send(
             error = "" if complete else "cut short"
     except (TimeoutError, aiohttp.ClientError, ValueError, KeyError) as exc:
         error = f"{type(exc).__name__}: {exc}"
-    return Outcome(caller.name, stream, sent - start, time.monotonic() - sent, status,
-                   trace_id, complete, error, code)  # fmt: skip
+    return Outcome(
+        caller.name,
+        stream,
+        sent - start,
+        time.monotonic() - sent,
+        status,
+        trace_id,
+        complete,
+        error,
+        code,
+    )
 
 
 def _error_code(raw: bytes) -> str:

@@ -48,8 +48,9 @@ def prompt_text(body: Any) -> str:
         if isinstance(content, str):
             texts.append(content)
         elif isinstance(content, list):
-            texts.extend(p["text"] for p in content if isinstance(p, dict)
-                         and isinstance(p.get("text"), str))  # fmt: skip
+            texts.extend(
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
     return " ".join(texts)
 
 
@@ -186,8 +187,9 @@ async def send_json(ex: Exchange, body: bytes) -> None:
         conn.respond(200, JSON, orjson.dumps(ex.in_band_error()))
     elif kind is FaultKind.NO_ANSWER:
         reply = orjson.loads(body)
-        conn.respond(200, JSON, orjson.dumps({k: v for k, v in reply.items()
-                                              if k not in ANSWER_FIELDS}))  # fmt: skip
+        conn.respond(
+            200, JSON, orjson.dumps({k: v for k, v in reply.items() if k not in ANSWER_FIELDS})
+        )
     else:
         conn.respond(200, JSON, body)
 

@@ -55,8 +55,9 @@ class ServerState:
     def count_usage(self, user: object, prompt_tokens: int, completion_tokens: int) -> None:
         if isinstance(user, str):
             usage = self.usage_by_user.setdefault(user, Counter())
-            usage.update(requests=1, prompt_tokens=prompt_tokens,
-                         completion_tokens=completion_tokens)  # fmt: skip
+            usage.update(
+                requests=1, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+            )
 
     def next_id(self, prefix: str) -> str:
         """`prefix` plus a per-process counter: unique, and the same from run to run."""

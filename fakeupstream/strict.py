@@ -31,30 +31,85 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # both APIs
 MIN_THINKING_BUDGET = 1024
 MAX_STOP_SEQUENCES = 4  # OpenAI's limit for `stop`
 
-MESSAGES_FIELDS = frozenset({
-    "model", "messages", "max_tokens", "system", "metadata", "stop_sequences", "stream",
-    "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "service_tier",
-    "container", "mcp_servers", "context_management", "output_config", "cache_control",
-    "inference_geo", "speed",
-})  # fmt: skip
+MESSAGES_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "system",
+        "metadata",
+        "stop_sequences",
+        "stream",
+        "temperature",
+        "top_p",
+        "top_k",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "service_tier",
+        "container",
+        "mcp_servers",
+        "context_management",
+        "output_config",
+        "cache_control",
+        "inference_geo",
+        "speed",
+    }
+)
 # Anthropic's count endpoint takes the prompt's fields only: a generation setting such as
 # `max_tokens`, `stream` or `temperature` is an extra input there.
-COUNT_TOKENS_FIELDS = frozenset({
-    "model", "messages", "system", "tools", "tool_choice", "thinking", "output_config",
-    "cache_control", "context_management", "mcp_servers", "speed",
-})  # fmt: skip
-_BLOCK_TYPES = frozenset({
-    "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
-    "tool_result", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
-    "code_execution_tool_result", "bash_code_execution_tool_result",
-    "text_editor_code_execution_tool_result", "tool_search_tool_result", "container_upload",
-    "mcp_tool_use", "mcp_tool_result",
-})  # fmt: skip
+COUNT_TOKENS_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "output_config",
+        "cache_control",
+        "context_management",
+        "mcp_servers",
+        "speed",
+    }
+)
+_BLOCK_TYPES = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "tool_result",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
+        "mcp_tool_use",
+        "mcp_tool_result",
+    }
+)
 _TOOL_RESULT_BLOCK_TYPES = frozenset({"text", "image", "document", "search_result"})
-_CUSTOM_TOOL_FIELDS = frozenset({
-    "type", "name", "description", "input_schema", "cache_control", "strict", "input_examples",
-    "eager_input_streaming", "defer_loading", "allowed_callers",
-})  # fmt: skip
+_CUSTOM_TOOL_FIELDS = frozenset(
+    {
+        "type",
+        "name",
+        "description",
+        "input_schema",
+        "cache_control",
+        "strict",
+        "input_examples",
+        "eager_input_streaming",
+        "defer_loading",
+        "allowed_callers",
+    }
+)
 _SERVER_TOOL_TYPE = re.compile(r"^[a-z_]+_\d{8}$")  # web_search_20250305, bash_20250124...
 _TOOL_CHOICE_FIELDS = {
     "auto": {"type", "disable_parallel_tool_use"},
@@ -128,8 +183,15 @@ def check_chat(body: Any) -> None:
         raise BadRequest(text) from None
 
 
-def _get(obj: Mapping[str, Any], key: str, path: Path, expected: str, *,
-         required: bool = False, nullable: bool = False) -> Any:  # fmt: skip
+def _get(
+    obj: Mapping[str, Any],
+    key: str,
+    path: Path,
+    expected: str,
+    *,
+    required: bool = False,
+    nullable: bool = False,
+) -> Any:
     """obj[key] when it has the expected JSON type; None when absent (and allowed)."""
     value = obj.get(key)
     if value is None:
@@ -152,8 +214,9 @@ def _object(value: Any, path: Path, allowed: frozenset[str] | set[str] | None = 
     return value
 
 
-def _number_between(obj: Mapping[str, Any], key: str, low: float, high: float, *,
-                    nullable: bool = False) -> None:  # fmt: skip
+def _number_between(
+    obj: Mapping[str, Any], key: str, low: float, high: float, *, nullable: bool = False
+) -> None:
     value = _get(obj, key, (), "number", nullable=nullable)
     if value is not None and not low <= value <= high:
         _fail((key,), f"must be between {low} and {high}")
@@ -213,12 +276,14 @@ def _thinking_kept(body: Mapping[str, Any], messages: list[Any]) -> None:
     blocks = messages[index].get("content") if index >= 0 else None
     first = blocks[0].get("type") if isinstance(blocks, list) and blocks else "text"
     if first not in ("thinking", "redacted_thinking"):
-        _fail(("messages", index, "content", 0, "type"),
-              f"Expected `thinking` or `redacted_thinking`, but found `{first}`. When "
-              "`thinking` is enabled, a final `assistant` message must start with a thinking "
-              "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
-              "recommend you include thinking blocks from previous turns. To avoid this "
-              "requirement, disable `thinking`.")  # fmt: skip
+        _fail(
+            ("messages", index, "content", 0, "type"),
+            f"Expected `thinking` or `redacted_thinking`, but found `{first}`. When "
+            "`thinking` is enabled, a final `assistant` message must start with a thinking "
+            "block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+            "recommend you include thinking blocks from previous turns. To avoid this "
+            "requirement, disable `thinking`.",
+        )
 
 
 def _count_tokens_body(body: Any) -> None:
@@ -255,15 +320,20 @@ def _conversation(messages: list[Any], *, has_tools: bool) -> None:
         if previous_role is None and role != "user":
             _fail(("messages",), 'first message must use the "user" role')
         if role == previous_role:
-            _fail(("messages",), f'roles must alternate between "user" and "assistant", '
-                                 f'but found multiple "{role}" roles in a row')  # fmt: skip
+            _fail(
+                ("messages",),
+                f'roles must alternate between "user" and "assistant", '
+                f'but found multiple "{role}" roles in a row',
+            )
         is_final_assistant = role == "assistant" and index == len(messages) - 1
         blocks = _message_blocks(message, path, is_final_assistant)
         uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
         results = [(j, b) for j, b in enumerate(blocks) if b["type"] == "tool_result"]
         if (uses or results) and not has_tools:
-            _fail(("tools",), "Requests which include `tool_use` or `tool_result` blocks must "
-                              "define tools.")  # fmt: skip
+            _fail(
+                ("tools",),
+                "Requests which include `tool_use` or `tool_result` blocks must define tools.",
+            )
         if (role == "user" and uses) or (role == "assistant" and results):
             _fail(path, f"{role} messages may not hold {'tool_use' if uses else 'tool_result'}")
         _check_results(path, results, open_uses)
@@ -277,14 +347,20 @@ def _check_results(path: Path, results: list[Any], open_uses: set[str]) -> None:
         if j != position:
             _fail((*path, "content", j), "tool_result blocks must come first in the content")
         if block["tool_use_id"] not in open_uses:
-            _fail((*path, "content", j), f"unexpected `tool_use_id` found in `tool_result` "
-                  f"blocks: {block['tool_use_id']}. Each `tool_result` block must have a "
-                  "corresponding `tool_use` block in the previous message.")  # fmt: skip
+            _fail(
+                (*path, "content", j),
+                f"unexpected `tool_use_id` found in `tool_result` "
+                f"blocks: {block['tool_use_id']}. Each `tool_result` block must have a "
+                "corresponding `tool_use` block in the previous message.",
+            )
     missing = open_uses - {block["tool_use_id"] for _j, block in results}
     if missing:
-        _fail(path, f"`tool_use` ids were found without `tool_result` blocks immediately "
-              f"after: {', '.join(sorted(missing))}. Each `tool_use` block must have a "
-              "corresponding `tool_result` block in the next message.")  # fmt: skip
+        _fail(
+            path,
+            f"`tool_use` ids were found without `tool_result` blocks immediately "
+            f"after: {', '.join(sorted(missing))}. Each `tool_use` block must have a "
+            "corresponding `tool_result` block in the next message.",
+        )
 
 
 def _message_blocks(message: Mapping[str, Any], path: Path, final_assistant: bool) -> list[Any]:
@@ -292,8 +368,11 @@ def _message_blocks(message: Mapping[str, Any], path: Path, final_assistant: boo
     if content is None:
         _fail((*path, "content"), kind="missing")
     if not content and not final_assistant:
-        _fail(path, "all messages must have non-empty content except for the optional final "
-                    "assistant message")  # fmt: skip
+        _fail(
+            path,
+            "all messages must have non-empty content except for the optional final "
+            "assistant message",
+        )
     if isinstance(content, str):
         return []
     if not isinstance(content, list):
@@ -309,8 +388,11 @@ def _block(block: Any, path: Path, types: frozenset[str] = _BLOCK_TYPES) -> str:
     kind = _get(block, "type", path, "string", required=True)
     if kind not in types:
         expected = ", ".join(f"'{t}'" for t in sorted(types))
-        _fail((*path, "type"), f"Input tag '{kind}' found using 'type' does not match any of "
-                               f"the expected tags: {expected}")  # fmt: skip
+        _fail(
+            (*path, "type"),
+            f"Input tag '{kind}' found using 'type' does not match any of "
+            f"the expected tags: {expected}",
+        )
     if kind == "text":
         _object(block, path, {"type", "text", "cache_control", "citations"})
         if not _get(block, "text", path, "string", required=True):
@@ -341,8 +423,10 @@ def _image_source(source: Mapping[str, Any], path: Path) -> None:
     if kind == "base64":
         _object(source, path, {"type", "media_type", "data"})
         if source.get("media_type") not in _IMAGE_MEDIA_TYPES:
-            _fail((*path, "media_type"), "Input should be 'image/jpeg', 'image/png', "
-                                         "'image/gif' or 'image/webp'")  # fmt: skip
+            _fail(
+                (*path, "media_type"),
+                "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+            )
         _get(source, "data", path, "string", required=True)
     elif kind == "url":
         _object(source, path, {"type", "url"})
@@ -453,13 +537,19 @@ def _chat_messages(messages: Sequence[Any]) -> None:
         _object(message, path)
         role = _get(message, "role", path, "string", required=True)
         if role not in _CHAT_ROLES:
-            _fail((*path, "role"), f"'{role}'. Supported values are: 'system', 'assistant', "
-                                   "'user', 'function', 'tool', and 'developer'.")  # fmt: skip
+            _fail(
+                (*path, "role"),
+                f"'{role}'. Supported values are: 'system', 'assistant', "
+                "'user', 'function', 'tool', and 'developer'.",
+            )
         if role == "tool":
             call_id = _get(message, "tool_call_id", path, "string", required=True)
             if call_id not in answerable:
-                _fail((*path, "role"), "messages with role 'tool' must be a response to a "
-                                       "preceeding message with 'tool_calls'.")  # fmt: skip
+                _fail(
+                    (*path, "role"),
+                    "messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'.",
+                )
             pending.discard(call_id)
         elif pending:
             _unanswered(path, pending)
@@ -474,9 +564,12 @@ def _chat_messages(messages: Sequence[Any]) -> None:
 
 
 def _unanswered(path: Path, call_ids: set[str]) -> NoReturn:
-    _fail(path, "An assistant message with 'tool_calls' must be followed by tool messages "
-                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                f"response messages: {', '.join(sorted(call_ids))}")  # fmt: skip
+    _fail(
+        path,
+        "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+        f"response messages: {', '.join(sorted(call_ids))}",
+    )
 
 
 def _chat_content(message: Mapping[str, Any], path: Path, *, required: bool) -> None:
@@ -540,8 +633,10 @@ def _chat_tool_choice(body: Mapping[str, Any], has_tools: bool) -> None:
         _fail(("tool_choice",), "'tool_choice' is only allowed when 'tools' are specified.")
     if isinstance(choice, str):
         if choice not in _TOOL_CHOICE_MODES:
-            _fail(("tool_choice",), f"'{choice}'. Supported values are: 'none', 'auto', and "
-                                    "'required'.")  # fmt: skip
+            _fail(
+                ("tool_choice",),
+                f"'{choice}'. Supported values are: 'none', 'auto', and 'required'.",
+            )
         return
     _object(choice, ("tool_choice",))
     if choice.get("type") != "function":
@@ -556,14 +651,18 @@ def _response_format(body: Mapping[str, Any]) -> None:
         return
     kind = response_format.get("type")
     if kind not in _RESPONSE_FORMATS:
-        _fail(("response_format", "type"), f"'{kind}'. Supported values are: 'text', "
-                                           "'json_object', and 'json_schema'.")  # fmt: skip
+        _fail(
+            ("response_format", "type"),
+            f"'{kind}'. Supported values are: 'text', 'json_object', and 'json_schema'.",
+        )
     if kind == "json_schema":
         path: Path = ("response_format",)
         spec = _get(response_format, "json_schema", path, "object", required=True)
         name = _get(spec, "name", (*path, "json_schema"), "string", required=True)
         if not TOOL_NAME.match(name):
-            _fail((*path, "json_schema", "name"), "string does not match pattern "
-                                                  f"'{TOOL_NAME.pattern}'")  # fmt: skip
+            _fail(
+                (*path, "json_schema", "name"),
+                f"string does not match pattern '{TOOL_NAME.pattern}'",
+            )
         _get(spec, "schema", (*path, "json_schema"), "object", nullable=True)
         _get(spec, "strict", (*path, "json_schema"), "boolean", nullable=True)

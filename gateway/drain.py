@@ -108,9 +108,10 @@ def supervise(
             pending = [at for at in (stop_at, kill_at) if at is not None]
             wait_s = max(0.0, min(pending) - now) if pending else None
             got = (
-                signal.sigtimedwait(SIGNALS, wait_s) if wait_s is not None
+                signal.sigtimedwait(SIGNALS, wait_s)
+                if wait_s is not None
                 else signal.sigwaitinfo(SIGNALS)
-            )  # fmt: skip
+            )
             now = time.monotonic()
             if got is not None and got.si_signo != signal.SIGCHLD and not draining:
                 draining = True

@@ -41,8 +41,13 @@ class RepeatedFailure:
             self.log.log(level, "%s failed; retrying", self.what, exc_info=error)
         elif now - self._told_at >= self.every_s:
             self._told_at = now
-            self.log.log(level, "%s failing for %.0f s: %s", self.what, now - self._since,
-                         type(error).__name__)  # fmt: skip
+            self.log.log(
+                level,
+                "%s failing for %.0f s: %s",
+                self.what,
+                now - self._since,
+                type(error).__name__,
+            )
 
     def worked(self) -> None:
         """Call after a run that succeeded."""

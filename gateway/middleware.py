@@ -89,9 +89,10 @@ def _django_error(request: HttpRequest, page: HttpResponseBase) -> ApiError:
     if status == 404:
         described = "/api/v1/schema/" if path.startswith("/api/") else "/v1/openapi.json"
         return ApiError(
-            404, f"Unknown path {path}. The API is described at GET {described}.",
+            404,
+            f"Unknown path {path}. The API is described at GET {described}.",
             code="unknown_path",
-        )  # fmt: skip
+        )
     if status == 405:
         allowed = page.get("Allow", "")
         return ApiError(

@@ -99,15 +99,51 @@ def gateway_command(
     503 past the limit instead of queueing, and a stream counts for as long as it runs."""
     backlog, concurrency = str(LISTEN_BACKLOG), str(worker_concurrency())
     if server == "granian":
-        return [sys.executable, "-m", "granian", "--interface", "asgi", "--host", host,
-                "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-                "--http", "1", "--no-ws", "--backlog", backlog, "--backpressure", concurrency,
-                "gateway.asgi:application"]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "asgi",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--loop",
+            "uvloop",
+            "--http",
+            "1",
+            "--no-ws",
+            "--backlog",
+            backlog,
+            "--backpressure",
+            concurrency,
+            "gateway.asgi:application",
+        ]
     if server == "uvicorn":
-        return [sys.executable, "-m", "uvicorn", "gateway.asgi:application", "--host", host,
-                "--port", str(port), "--workers", str(workers), "--loop", "uvloop",
-                "--http", "httptools", "--no-access-log", "--lifespan", "on",
-                "--backlog", backlog]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "gateway.asgi:application",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+            "--no-access-log",
+            "--lifespan",
+            "on",
+            "--backlog",
+            backlog,
+        ]
     raise ValueError(f"server must be one of {SERVERS}, not {server!r}")
 
 

@@ -61,8 +61,7 @@ class ReplayReport:
     deployed: int | None
     since_s: float
     total: int = 0
-    changed: dict[str, int] = field(default_factory=lambda: {"node": 0, "model": 0,
-                                                             "endpoint": 0})  # fmt: skip
+    changed: dict[str, int] = field(default_factory=lambda: {"node": 0, "model": 0, "endpoint": 0})
     refused: int = 0
     newly_refused: int = 0  # refused by the version, answered when they were served
     cost_delta_micros: int = 0
@@ -72,12 +71,17 @@ class ReplayReport:
     def as_json(self, *, with_predictions: bool = False) -> dict[str, Any]:
         """D-25's report: total, changed, refused, cost_delta_usd and sample."""
         report: dict[str, Any] = {
-            "route": self.route, "version": self.version, "deployed": self.deployed,
-            "since_s": self.since_s, "total": self.total, "changed": dict(self.changed),
-            "refused": self.refused, "newly_refused": self.newly_refused,
+            "route": self.route,
+            "version": self.version,
+            "deployed": self.deployed,
+            "since_s": self.since_s,
+            "total": self.total,
+            "changed": dict(self.changed),
+            "refused": self.refused,
+            "newly_refused": self.newly_refused,
             "cost_delta_usd": self.cost_delta_micros / 1_000_000,
             "sample": list(self.sample),
-        }  # fmt: skip
+        }
         if with_predictions:
             report["predictions"] = self.predictions
         return report
@@ -118,8 +122,9 @@ def replay_route(
     snap = load_snapshot()
     graph = parse_route(version.content, path="", catalog=snap.catalog)
     now = time.time() if now is None else now
-    report = ReplayReport(route.slug, version_number,
-                          route.deployed.number if route.deployed else None, since_s)  # fmt: skip
+    report = ReplayReport(
+        route.slug, version_number, route.deployed.number if route.deployed else None, since_s
+    )
     index = _Index(
         snap,
         keys={entry.pk: entry for entry in snap.keys.values()},
@@ -154,8 +159,12 @@ def _predict(trace: RequestTrace, graph: RouteGraph, index: _Index) -> dict[str,
     requested = str(inputs["requested_model"])
     snap = index.snap
     if route_for([graph], requested) is None:
-        return {"node": "", "model": _canonical(requested, snap), "endpoint": None,
-                "refused": False}  # fmt: skip
+        return {
+            "node": "",
+            "model": _canonical(requested, snap),
+            "endpoint": None,
+            "refused": False,
+        }
     facts = replay_facts(inputs, key_id=trace.api_key_id or 0, operation=trace.operation)
     outcome = evaluate(graph, facts, _StoredUsage(inputs.get("usage") or {}))
     node = outcome.visited[-1].node
@@ -213,13 +222,23 @@ def _endpoint(
     if workspace is None:
         return None
     policy = (key.policy if key else None) or workspace.policy
-    request = _request(decision.get("request") or {}, decision.get("route_inputs") or {},
-                       model, workspace.policy.routing_mode)  # fmt: skip
+    request = _request(
+        decision.get("request") or {},
+        decision.get("route_inputs") or {},
+        model,
+        workspace.policy.routing_mode,
+    )
     request = replace(request, provider=narrow_provider(request.provider, node.provider))
     if node.mode is not None and request.mode_source not in ("suffix", "request"):
         request = replace(request, mode=node.mode, mode_source="route")
-    chosen = decide(snap.endpoints[model], request, policy, LiveState(),
-                    random.Random(seed), trace.created_at.timestamp())  # fmt: skip
+    chosen = decide(
+        snap.endpoints[model],
+        request,
+        policy,
+        LiveState(),
+        random.Random(seed),
+        trace.created_at.timestamp(),
+    )
     return chosen.ordered[0].id if chosen.ordered else None
 
 
@@ -258,8 +277,9 @@ def _tally(
     trace_id = str(trace.id)
     decision = trace.decision or {}
     report.predictions[trace_id] = {
-        **prediction, "session_id": (decision.get("route_inputs") or {}).get("session_id"),
-    }  # fmt: skip
+        **prediction,
+        "session_id": (decision.get("route_inputs") or {}).get("session_id"),
+    }
     was_model = _served_model(decision)
     differs = {
         "node": prediction["node"] != trace.route_node,

@@ -84,20 +84,36 @@ def _judge(route: Route, guard: Guard, now: float) -> RolledBack | None:
     verdict = guard_verdict(guard, watched, baseline)
     if not verdict.breached:
         return None
-    numbers = {**verdict.numbers, "watched": guard.node, "baseline": guard.baseline,
-               "window_s": guard.window_s, "reasons": list(verdict.reasons)}  # fmt: skip
+    numbers = {
+        **verdict.numbers,
+        "watched": guard.node,
+        "baseline": guard.baseline,
+        "window_s": guard.window_s,
+        "reasons": list(verdict.reasons),
+    }
     try:
-        back = rollback_route(route, actor=ACTOR, automatic=True, numbers=numbers,
-                              only_if_deployed=version.number)  # fmt: skip
+        back = rollback_route(
+            route, actor=ACTOR, automatic=True, numbers=numbers, only_if_deployed=version.number
+        )
     except RouteError as error:
-        log.warning("rollout guard: %s v%s breached (%s) but %s", route.slug, version.number,
-                    "; ".join(verdict.reasons), error)  # fmt: skip
+        log.warning(
+            "rollout guard: %s v%s breached (%s) but %s",
+            route.slug,
+            version.number,
+            "; ".join(verdict.reasons),
+            error,
+        )
         return None
     if back.number == version.number:
         return None  # another process rolled it back first
     metrics.ROUTE_ROLLBACKS.labels(route.slug, str(version.number)).inc()
-    log.warning("rollout guard rolled %s back from v%s to v%s: %s", route.slug,
-                version.number, back.number, "; ".join(verdict.reasons))  # fmt: skip
+    log.warning(
+        "rollout guard rolled %s back from v%s to v%s: %s",
+        route.slug,
+        version.number,
+        back.number,
+        "; ".join(verdict.reasons),
+    )
     return RolledBack(route.slug, version.number, back.number, verdict.reasons)
 
 
@@ -105,13 +121,18 @@ def window_stats(route: Route, version: int, node: str, since: datetime) -> Wind
     """The traffic that ended at `node` of `route` v`version` since `since`. Route slugs
     are per workspace: another workspace's route of the same slug is not this one's."""
     rows = RequestTrace.objects.filter(
-        workspace_id=route.workspace_id, route=route.slug, route_version=version,
-        route_node=node, created_at__gte=since, purpose="",
-    )  # fmt: skip
+        workspace_id=route.workspace_id,
+        route=route.slug,
+        route_version=version,
+        route_node=node,
+        created_at__gte=since,
+        purpose="",
+    )
     totals = rows.aggregate(
-        requests=Count("id"), errors=Count("id", filter=Q(status_code__gte=ERROR_STATUS)),
+        requests=Count("id"),
+        errors=Count("id", filter=Q(status_code__gte=ERROR_STATUS)),
         cost=Sum("cost_micros"),
-    )  # fmt: skip
+    )
     requests = totals["requests"] or 0
     return WindowStats(
         requests=requests,

@@ -40,10 +40,13 @@ class Job:
 def jobs() -> list[Job]:
     override = settings.ROLLOUT_GUARD_INTERVAL_S
     return [
-        Job("rollout guard", override or GUARD_TICK_S,
-            lambda: check_rollout_guards(time.time(), interval_s=override)),
+        Job(
+            "rollout guard",
+            override or GUARD_TICK_S,
+            lambda: check_rollout_guards(time.time(), interval_s=override),
+        ),
         Job("retention purge", PURGE_EVERY_S, lambda: purge_expired_traces(timezone.now())),
-    ]  # fmt: skip
+    ]
 
 
 _tasks: list[asyncio.Task[None]] = []

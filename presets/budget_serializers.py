@@ -92,8 +92,11 @@ class BudgetRuleSerializer(serializers.Serializer):
         return {}
 
     def to_representation(self, budget: Budget) -> dict[str, Any]:
-        return {"period": budget.period, "usd": micros_as_usd(budget.limit_micros),
-                "alerts": list(budget.alerts)}  # fmt: skip
+        return {
+            "period": budget.period,
+            "usd": micros_as_usd(budget.limit_micros),
+            "alerts": list(budget.alerts),
+        }
 
 
 class BudgetBodySerializer(BudgetRuleSerializer):
@@ -114,9 +117,12 @@ class RateLimitsSerializer(serializers.Serializer):
 
     requests_per_minute = serializers.IntegerField(min_value=1, allow_null=True, required=False)
     tokens_per_minute = serializers.IntegerField(
-        min_value=1, max_value=MAX_TOKENS_PER_MINUTE, allow_null=True, required=False,
+        min_value=1,
+        max_value=MAX_TOKENS_PER_MINUTE,
+        allow_null=True,
+        required=False,
         help_text="the input estimate plus max_tokens, settled to the usage",
-    )  # fmt: skip
+    )
     concurrent = serializers.IntegerField(
         min_value=1, allow_null=True, required=False, help_text="requests in flight at once"
     )
@@ -195,29 +201,39 @@ class RateLimitStatusSerializer(RateLimitSerializer):
     """A scope's limits with what each has in use now (R-LIM-1)."""
 
     in_use = serializers.DictField(
-        child=LimitInUseSerializer(), allow_null=True,
+        child=LimitInUseSerializer(),
+        allow_null=True,
         help_text="By kind (requests, tokens, concurrent) for each limit set; null when the "
         "limit store cannot answer. Every replica's on Redis, this worker's without it.",
-    )  # fmt: skip
+    )
 
 
 def budget_shown(budget: Budget) -> dict[str, Any]:
     """A `budgets` row as `BudgetSerializer` renders it (`limit_micros` is not shown)."""
     return {
-        "id": budget.pk, "source": "budget", "scope": "key" if budget.key_name else "workspace",
-        "key_name": budget.key_name, "period": budget.period,
-        "usd": micros_as_usd(budget.limit_micros), "alerts": list(budget.alerts),
+        "id": budget.pk,
+        "source": "budget",
+        "scope": "key" if budget.key_name else "workspace",
+        "key_name": budget.key_name,
+        "period": budget.period,
+        "usd": micros_as_usd(budget.limit_micros),
+        "alerts": list(budget.alerts),
         "limit_micros": budget.limit_micros,
-    }  # fmt: skip
+    }
 
 
 def policy_budget_shown(daily_budget_micros: int) -> dict[str, Any]:
     """The policy's `daily_budget` as a `budgets` row: a daily workspace budget (D-28)."""
     return {
-        "id": None, "source": "policy", "scope": "workspace", "key_name": "", "period": "daily",
-        "usd": micros_as_usd(daily_budget_micros), "alerts": [],
+        "id": None,
+        "source": "policy",
+        "scope": "workspace",
+        "key_name": "",
+        "period": "daily",
+        "usd": micros_as_usd(daily_budget_micros),
+        "alerts": [],
         "limit_micros": daily_budget_micros,
-    }  # fmt: skip
+    }
 
 
 def limits_shown(key_name: str, row: RateLimit | None) -> dict[str, Any]:

@@ -77,9 +77,11 @@ def read_counters(counters: Sequence[str]) -> dict[str, CounterState]:
         return async_to_sync(read)()
     except BudgetStoreUnavailable as error:
         raise ApiError(
-            503, "Budget spending cannot be read right now; try again.",
-            code="budget_store_unavailable", headers={"Retry-After": "1"},
-        ) from error  # fmt: skip
+            503,
+            "Budget spending cannot be read right now; try again.",
+            code="budget_store_unavailable",
+            headers={"Retry-After": "1"},
+        ) from error
 
 
 def read_limit_usage(
@@ -208,12 +210,17 @@ class RateLimitView(WorkspaceScopedAPIView):
         limiting = [row for row in rows if is_limiting(row)]
         uses = read_limit_usage(limiting, time.time())
         shown = [
-            {**limits_shown(row.key_name, row),
-             "in_use": None if uses is None else {
-                 kind: {"used": u.used, "remaining": u.remaining, "reset_s": u.reset_s}
-                 for kind, u in uses.get(row.key_name, {}).items()}}
+            {
+                **limits_shown(row.key_name, row),
+                "in_use": None
+                if uses is None
+                else {
+                    kind: {"used": u.used, "remaining": u.remaining, "reset_s": u.reset_s}
+                    for kind, u in uses.get(row.key_name, {}).items()
+                },
+            }
             for row in limiting
-        ]  # fmt: skip
+        ]
         return Response(RateLimitStatusSerializer(shown, many=True).data)
 
     @extend_schema(

@@ -60,8 +60,12 @@ class PolicyView(WorkspaceScopedAPIView):
             raise invalid("Expected a JSON object: the policy (docs/configuration.md).")
         workspace = self.workspace
         try:
-            apply_config(workspace_section(workspace.slug, workspace.name, "policy", dict(body)),
-                         actor=self.actor, target="api:policy", environ={})  # fmt: skip
+            apply_config(
+                workspace_section(workspace.slug, workspace.name, "policy", dict(body)),
+                actor=self.actor,
+                target="api:policy",
+                environ={},
+            )
         except ConfigError as error:
             problems = [problem.removeprefix(PREFIX) for problem in error.errors]
             first = problems[0].split(":", 1)[0] if problems else None

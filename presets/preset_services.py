@@ -89,8 +89,9 @@ def _audit(
     before: Mapping[str, Any] | None,
     after: Mapping[str, Any] | None,
 ) -> None:
-    record_event(actor=actor, workspace=workspace, action=action, target=target,
-                 before=before, after=after)  # fmt: skip
+    record_event(
+        actor=actor, workspace=workspace, action=action, target=target, before=before, after=after
+    )
 
 
 def _as_audited(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,8 +268,14 @@ def update_key(
         if carried is not None and updated.name != old_name:
             carried.name = updated.name
             carried.save(update_fields=["name", "updated_at"])
-            _audit(workspace, actor, "key_settings.rename", updated.name,
-                   {"name": old_name}, {"name": updated.name})  # fmt: skip
+            _audit(
+                workspace,
+                actor,
+                "key_settings.rename",
+                updated.name,
+                {"name": old_name},
+                {"name": updated.name},
+            )
         if settings_changes:
             set_key_settings(workspace, updated.name, settings_changes, actor=actor)
     return updated

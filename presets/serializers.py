@@ -223,9 +223,12 @@ class KeyWithSettings:
     limits: what the key serializers render. Everything else is the key's."""
 
     def __init__(
-        self, key: ApiKey, settings: KeySettings | None,
-        budget: Budget | None = None, limits: RateLimit | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        key: ApiKey,
+        settings: KeySettings | None,
+        budget: Budget | None = None,
+        limits: RateLimit | None = None,
+    ) -> None:
         self.key = key
         self.settings = settings
         self.budget = budget

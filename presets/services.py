@@ -72,12 +72,17 @@ def save_route(
             message=message[:MAX_MESSAGE_CHARS],
         )
         _audit(
-            actor, route, "route.save", version,
+            actor,
+            route,
+            "route.save",
+            version,
             before={"version": newest.number} if newest else None,
             after={"version": version.number},
-            extra={"message": version.message,
-                   "diff": render_diff(diff_routes(newest.content if newest else {}, stored))},
-        )  # fmt: skip
+            extra={
+                "message": version.message,
+                "diff": render_diff(diff_routes(newest.content if newest else {}, stored)),
+            },
+        )
     return SavedRoute(route, version, created=True)
 
 
@@ -168,11 +173,14 @@ def _put_in_effect(
     if numbers is not None:
         extra["numbers"] = dict(numbers)
     _audit(
-        actor, route, f"route.{action}", version,
+        actor,
+        route,
+        f"route.{action}",
+        version,
         before={"deployed_version": before.number if before else None},
         after={"deployed_version": version.number},
         extra=extra,
-    )  # fmt: skip
+    )
     return version
 
 
@@ -186,6 +194,12 @@ def _audit(
     after: Mapping[str, Any],
     extra: Mapping[str, Any],
 ) -> None:
-    record_event(actor=actor, workspace=route.workspace, action=action,
-                 target=f"{route.slug} v{version.number}", before=before, after=after,
-                 extra=extra)  # fmt: skip
+    record_event(
+        actor=actor,
+        workspace=route.workspace,
+        action=action,
+        target=f"{route.slug} v{version.number}",
+        before=before,
+        after=after,
+        extra=extra,
+    )

@@ -216,13 +216,18 @@ VERSION_NUMBER = OpenApiParameter(
     "n", OpenApiTypes.INT, OpenApiParameter.PATH, description="the version number (1, 2, …)"
 )
 DIFF_FROM = OpenApiParameter(
-    "from", OpenApiTypes.INT, OpenApiParameter.QUERY, required=True,
+    "from",
+    OpenApiTypes.INT,
+    OpenApiParameter.QUERY,
+    required=True,
     description="the version to compare from",
-)  # fmt: skip
+)
 DIFF_TO = OpenApiParameter(
-    "to", OpenApiTypes.INT, OpenApiParameter.QUERY,
+    "to",
+    OpenApiTypes.INT,
+    OpenApiParameter.QUERY,
     description="the version to compare to; default: the deployed version",
-)  # fmt: skip
+)
 
 
 def _route_invalid(error: RouteInvalid) -> ApiProblem:
@@ -412,8 +417,9 @@ class RouteViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceSc
             report = replay_route(route, number, since_s=since_s)
         except RouteInvalid as exc:
             problems = "; ".join(str(p) for p in exc.problems)
-            raise invalid(f"Version {number} no longer validates: {problems}",
-                          code="invalid_route") from None  # fmt: skip
+            raise invalid(
+                f"Version {number} no longer validates: {problems}", code="invalid_route"
+            ) from None
         return Response(ReplayReportSerializer(report.as_json()).data)
 
     def _put_in_effect(self, request: Request, code: str, service: Any) -> Response:

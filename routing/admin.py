@@ -24,8 +24,17 @@ class ModelAdmin(admin.ModelAdmin):
 
 @admin.register(Endpoint)
 class EndpointAdmin(admin.ModelAdmin):
-    list_display = ("id", "provider", "model", "region", "status", "sovereignty_class",
-                    "price_input", "price_output", "partner")  # fmt: skip
+    list_display = (
+        "id",
+        "provider",
+        "model",
+        "region",
+        "status",
+        "sovereignty_class",
+        "price_input",
+        "price_output",
+        "partner",
+    )
     list_filter = ("status", "sovereignty_class", "provider", "region")
     search_fields = ("id", "upstream_model")
 

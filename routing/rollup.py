@@ -108,16 +108,20 @@ def roll_up(store: SliceStore, now: float) -> int:
     (endpoints, or credentials) have a row."""
     windows, included = merge_slices(store.since(now - WINDOW_S))
     computed_at = datetime.fromtimestamp(now, UTC)
-    rows = [_row(store.fleet, eid, provider, w, computed_at, included)
-            for eid, (provider, w) in windows.items()]  # fmt: skip
+    rows = [
+        _row(store.fleet, eid, provider, w, computed_at, included)
+        for eid, (provider, w) in windows.items()
+    ]
     kept = {"fleet", "endpoint", "id"}
     with transaction.atomic():
         mine = EndpointStats.objects.filter(fleet=store.fleet)
         mine.exclude(endpoint__in=list(windows)).delete()
         EndpointStats.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["fleet", "endpoint"],
+            rows,
+            update_conflicts=True,
+            unique_fields=["fleet", "endpoint"],
             update_fields=[f.name for f in EndpointStats._meta.fields if f.name not in kept],
-        )  # fmt: skip
+        )
     store.trim(now - KEEP_S)
     return len(rows)
 
@@ -130,23 +134,40 @@ def read_fleet(fleet: str, worker: str) -> Fleet | None:
     newest = max(rows, key=lambda row: row.computed_at)
     windows = {row.endpoint: (row.provider, Window.from_json(row.window)) for row in rows}
     mine = newest.included.get(worker)
-    return Fleet(windows=windows, mine_seq=None if mine is None else int(mine),
-                 at=newest.computed_at.timestamp())  # fmt: skip
+    return Fleet(
+        windows=windows,
+        mine_seq=None if mine is None else int(mine),
+        at=newest.computed_at.timestamp(),
+    )
 
 
 def _row(
-    fleet: str, endpoint_id: str, provider: str, window: Window, at: datetime,
+    fleet: str,
+    endpoint_id: str,
+    provider: str,
+    window: Window,
+    at: datetime,
     included: dict[str, int],
-) -> EndpointStats:  # fmt: skip
+) -> EndpointStats:
     stats = window.stats()
     ttft = window.ttft_percentiles()
     return EndpointStats(
-        fleet=fleet, endpoint=endpoint_id, provider=provider, computed_at=at,
+        fleet=fleet,
+        endpoint=endpoint_id,
+        provider=provider,
+        computed_at=at,
         requests=window.samples,
-        latency_p50_ms=stats.latency_p50_ms, latency_p90_ms=stats.latency_p90_ms,
-        latency_p99_ms=stats.latency_p99_ms, ttft_p50_ms=ttft[0], ttft_p90_ms=ttft[1],
-        ttft_p99_ms=ttft[2], throughput_tps=stats.throughput_tps, error_rate=stats.error_rate,
+        latency_p50_ms=stats.latency_p50_ms,
+        latency_p90_ms=stats.latency_p90_ms,
+        latency_p99_ms=stats.latency_p99_ms,
+        ttft_p50_ms=ttft[0],
+        ttft_p90_ms=ttft[1],
+        ttft_p99_ms=ttft[2],
+        throughput_tps=stats.throughput_tps,
+        error_rate=stats.error_rate,
         reliability=None if stats.error_rate is None else 1 - stats.error_rate,
-        rate_limited=window.rate_limited, geo_blocked=window.geo_blocked,
-        window=window.to_json(), included=included,
-    )  # fmt: skip
+        rate_limited=window.rate_limited,
+        geo_blocked=window.geo_blocked,
+        window=window.to_json(),
+        included=included,
+    )

@@ -50,8 +50,16 @@ class ApiKeyAdmin(admin.ModelAdmin):
 class ProviderCredentialAdmin(admin.ModelAdmin):
     list_display = ("workspace", "provider_slug", "key_id", "updated_at")
     list_filter = ("provider_slug",)
-    fields = ("workspace", "provider_slug", "key_id", "allowed_models", "api_keys",
-              "managed_fallback", "created_at", "updated_at")  # fmt: skip
+    fields = (
+        "workspace",
+        "provider_slug",
+        "key_id",
+        "allowed_models",
+        "api_keys",
+        "managed_fallback",
+        "created_at",
+        "updated_at",
+    )
     readonly_fields = ("workspace", "provider_slug", "key_id", "created_at", "updated_at")
 
     def has_add_permission(self, request) -> bool:  # type: ignore[no-untyped-def]
@@ -60,13 +68,19 @@ class ProviderCredentialAdmin(admin.ModelAdmin):
 
 @admin.register(ManagementToken)
 class ManagementTokenAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "name", "workspace", "role", "created_at", "last_used_at",
-                    "revoked_at")  # fmt: skip
+    list_display = (
+        "prefix",
+        "name",
+        "workspace",
+        "role",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
     list_filter = ("workspace", "role")
     search_fields = ("lookup_id", "name")
     # Tokens are created with `manage.py createtoken` (shown once); here they are revoked.
-    fields = ("workspace", "name", "role", "prefix", "created_at", "last_used_at",
-              "revoked_at")  # fmt: skip
+    fields = ("workspace", "name", "role", "prefix", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     actions = ("revoke",)
 

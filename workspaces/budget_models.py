@@ -26,8 +26,9 @@ class Budget(models.Model):
         WEEKLY = "weekly"
         MONTHLY = "monthly"
 
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE,
-                                  related_name="budgets")  # fmt: skip
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="budgets"
+    )
     key_name = models.CharField(max_length=KEY_NAME_CHARS, blank=True, default="")
     period = models.CharField(max_length=8, choices=Period.choices)
     limit_micros = models.BigIntegerField()
@@ -37,7 +38,7 @@ class Budget(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["workspace", "key_name", "period"], name="one_budget_per_scope_and_period"
-            )  # fmt: skip
+            )
         ]
 
     def __str__(self) -> str:
@@ -48,8 +49,9 @@ class RateLimit(models.Model):
     """Requests and tokens per minute and concurrent requests, of the workspace
     (`key_name` empty) or of the key of that name; None = no limit of that kind."""
 
-    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE,
-                                  related_name="rate_limits")  # fmt: skip
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="rate_limits"
+    )
     key_name = models.CharField(max_length=KEY_NAME_CHARS, blank=True, default="")
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True)
     tokens_per_minute = models.PositiveBigIntegerField(null=True, blank=True)

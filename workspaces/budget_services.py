@@ -71,8 +71,9 @@ def _audit(
     before: Mapping[str, Any] | None,
     after: Mapping[str, Any] | None,
 ) -> None:
-    record_event(actor=actor, workspace=workspace, action=action, target=target,
-                 before=before, after=after)  # fmt: skip
+    record_event(
+        actor=actor, workspace=workspace, action=action, target=target, before=before, after=after
+    )
 
 
 def _target(key_name: str, what: str = "") -> str:
@@ -205,5 +206,11 @@ def carry_to_new_name(workspace: Workspace, old_name: str, new_name: str, *, act
             row.save(update_fields=["key_name"])
             action = "budget.rename" if isinstance(row, Budget) else "rate_limit.rename"
             what = row.period if isinstance(row, Budget) else ""
-            _audit(locked, actor, action, _target(new_name, what),
-                   {"key_name": old_name}, {"key_name": new_name})  # fmt: skip
+            _audit(
+                locked,
+                actor,
+                action,
+                _target(new_name, what),
+                {"key_name": old_name},
+                {"key_name": new_name},
+            )

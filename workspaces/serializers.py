@@ -180,20 +180,24 @@ class CredentialSerializer(ManagementSerializer):
         write_only=True, max_length=SECRET_MAX_CHARS, help_text="the provider's key: write-only"
     )
     allowed_models = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, default=list,
+        child=serializers.CharField(max_length=200),
+        required=False,
+        default=list,
         help_text="model slugs it serves; [] (default): every model of the provider",
-    )  # fmt: skip
+    )
     api_keys = KeyIdsField(
-        required=False, default=list,
+        required=False,
+        default=list,
         help_text="ids of the workspace's API keys it serves; [] (default): every key",
-    )  # fmt: skip
+    )
     api_key_names = serializers.SerializerMethodField(
         help_text="the names of `api_keys`, in the same order"
     )
     managed_fallback = serializers.BooleanField(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="may a request it fails fall back to the managed key (default false)",
-    )  # fmt: skip
+    )
     created_at = serializers.DateTimeField(read_only=True)
     updated_at = serializers.DateTimeField(read_only=True)
     health = serializers.SerializerMethodField(
@@ -216,6 +220,8 @@ class CredentialReplaceSerializer(CredentialSerializer):
 
     provider = serializers.SlugField(source="provider_slug", max_length=64, required=False)
     api_key = serializers.CharField(
-        write_only=True, max_length=SECRET_MAX_CHARS, required=False,
+        write_only=True,
+        max_length=SECRET_MAX_CHARS,
+        required=False,
         help_text="a new key for the provider; absent: the stored one is kept",
-    )  # fmt: skip
+    )

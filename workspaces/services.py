@@ -115,9 +115,13 @@ def create_api_key(
                 expires_at=expires_at,
             )
             record_event(
-                actor=actor, workspace=workspace, action="api_key.create", target=key.prefix,
-                before=None, after={"name": name, "expires_at": expires_at},
-            )  # fmt: skip
+                actor=actor,
+                workspace=workspace,
+                action="api_key.create",
+                target=key.prefix,
+                before=None,
+                after={"name": name, "expires_at": expires_at},
+            )
     except IntegrityError:  # a concurrent create won the name (the database constraint)
         if _key_name_taken(workspace, name):
             raise _duplicate_key(workspace, name) from None
@@ -151,9 +155,13 @@ def update_api_key(key: ApiKey, changes: Mapping[str, Any], *, actor: str) -> Ap
                 setattr(current, field, changes[field])
             current.save(update_fields=changed)  # post_save: gateways reload (snapshot)
             record_event(
-                actor=actor, workspace=current.workspace, action="api_key.update",
-                target=current.prefix, before=before, after=changes,
-            )  # fmt: skip
+                actor=actor,
+                workspace=current.workspace,
+                action="api_key.update",
+                target=current.prefix,
+                before=before,
+                after=changes,
+            )
     except IntegrityError:  # a concurrent change won the name
         if "name" in changes and _key_name_taken(key.workspace, changes["name"], exclude_pk=key.pk):
             raise _duplicate_key(key.workspace, changes["name"]) from None
@@ -198,9 +206,13 @@ def _revoke(secret: ApiKey | ManagementToken, action: str, actor: str) -> bool:
         current.revoked_at = timezone.now()
         current.save(update_fields=["revoked_at"])
         record_event(
-            actor=actor, workspace=current.workspace, action=action, target=current.prefix,
-            before={"revoked_at": None}, after={"revoked_at": current.revoked_at},
-        )  # fmt: skip
+            actor=actor,
+            workspace=current.workspace,
+            action=action,
+            target=current.prefix,
+            before={"revoked_at": None},
+            after={"revoked_at": current.revoked_at},
+        )
     secret.revoked_at = current.revoked_at
     return True
 
@@ -236,9 +248,13 @@ def create_management_token(
                 secret_hmac=issued.secret_hmac,
             )
             record_event(
-                actor=actor, workspace=workspace, action="management_token.create",
-                target=token.prefix, before=None, after={"name": name, "role": role},
-            )  # fmt: skip
+                actor=actor,
+                workspace=workspace,
+                action="management_token.create",
+                target=token.prefix,
+                before=None,
+                after={"name": name, "role": role},
+            )
     except IntegrityError:
         if _token_name_taken(workspace, name):
             raise _duplicate_token(workspace, name) from None
@@ -267,10 +283,13 @@ def set_membership(workspace: Workspace, user: Any, *, role: str, actor: str) ->
         else:
             return membership
         record_event(
-            actor=actor, workspace=workspace,
+            actor=actor,
+            workspace=workspace,
             action="membership.create" if before is None else "membership.update",
-            target=f"user:{user.get_username()}", before=before, after={"role": role},
-        )  # fmt: skip
+            target=f"user:{user.get_username()}",
+            before=before,
+            after={"role": role},
+        )
     return membership
 
 
@@ -283,9 +302,13 @@ def create_console_user(
     with transaction.atomic():
         user = get_user_model().objects.create_user(username=username, password=password)
         record_event(
-            actor=actor, workspace=workspace, action="user.create", target=f"user:{username}",
-            before=None, after={"username": username},
-        )  # fmt: skip
+            actor=actor,
+            workspace=workspace,
+            action="user.create",
+            target=f"user:{username}",
+            before=None,
+            after={"username": username},
+        )
         return set_membership(workspace, user, role=role, actor=actor)
 
 
@@ -296,9 +319,13 @@ def create_superuser(username: str, *, email: str, password: str, actor: str) ->
     with transaction.atomic():
         user = get_user_model().objects.create_superuser(username, email, password)
         record_event(
-            actor=actor, workspace=None, action="user.create", target=f"user:{username}",
-            before=None, after={"username": username, "is_superuser": True},
-        )  # fmt: skip
+            actor=actor,
+            workspace=None,
+            action="user.create",
+            target=f"user:{username}",
+            before=None,
+            after={"username": username, "is_superuser": True},
+        )
     return user
 
 
@@ -412,9 +439,13 @@ def create_credential(
             credential.save()
             credential.api_keys.set(keys)
             record_event(
-                actor=actor, workspace=workspace, action="credential.create", target=provider,
-                before=None, after={**_audited_rules(rules), "secret": _sealed_of(credential)},
-            )  # fmt: skip
+                actor=actor,
+                workspace=workspace,
+                action="credential.create",
+                target=provider,
+                before=None,
+                after={**_audited_rules(rules), "secret": _sealed_of(credential)},
+            )
     except IntegrityError:  # a concurrent create won the provider (the constraint)
         if ProviderCredential.objects.filter(workspace=workspace, provider_slug=provider).exists():
             raise _duplicate_credential(workspace, provider) from None
@@ -449,9 +480,13 @@ def replace_credential(
         current.save()
         current.api_keys.set(keys)
         record_event(
-            actor=actor, workspace=current.workspace, action="credential.update",
-            target=current.provider_slug, before=before, after=after,
-        )  # fmt: skip
+            actor=actor,
+            workspace=current.workspace,
+            action="credential.update",
+            target=current.provider_slug,
+            before=before,
+            after=after,
+        )
     return current
 
 
@@ -463,6 +498,10 @@ def delete_credential(credential: ProviderCredential, *, actor: str) -> None:
         before = {**_rules_of(current), "secret": _sealed_of(current)}
         current.delete()
         record_event(
-            actor=actor, workspace=credential.workspace, action="credential.delete",
-            target=credential.provider_slug, before=before, after=None,
-        )  # fmt: skip
+            actor=actor,
+            workspace=credential.workspace,
+            action="credential.delete",
+            target=credential.provider_slug,
+            before=before,
+            after=None,
+        )

@@ -187,9 +187,12 @@ class CredentialViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Worksp
         data = body.validated_data
         try:
             credential = services.create_credential(
-                self.workspace, data["provider_slug"], secret=data["api_key"],
-                rules=_rules(data), actor=self.actor,
-            )  # fmt: skip
+                self.workspace,
+                data["provider_slug"],
+                secret=data["api_key"],
+                rules=_rules(data),
+                actor=self.actor,
+            )
         except services.DuplicateCredential as exc:
             raise invalid(
                 f"provider: {exc}", param="provider", code="duplicate_credential"

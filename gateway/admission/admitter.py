@@ -52,9 +52,14 @@ Meanwhile = Callable[[], object] | None  # the request's own work while its stor
 
 class Admitter(Protocol):
     async def take(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
-        now: float, meanwhile: Meanwhile = None,
-    ) -> Taken: ...  # fmt: skip
+        self,
+        limits: Sequence[LimitSpec],
+        tokens: int,
+        lease: str,
+        hold: Hold | None,
+        now: float,
+        meanwhile: Meanwhile = None,
+    ) -> Taken: ...
 
     async def give_back(self, back: GiveBack) -> Settled | None: ...
 
@@ -68,9 +73,14 @@ class StoreAdmitter:
     alerts: Alerts | None = None  # fired for each settlement
 
     async def take(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
-        now: float, meanwhile: Meanwhile = None,
-    ) -> Taken:  # fmt: skip
+        self,
+        limits: Sequence[LimitSpec],
+        tokens: int,
+        lease: str,
+        hold: Hold | None,
+        now: float,
+        meanwhile: Meanwhile = None,
+    ) -> Taken:
         """`meanwhile` is not run: these stores answer in-process or from the database
         thread, with no wait of their own to overlap."""
         verdict = None
@@ -80,15 +90,20 @@ class StoreAdmitter:
                 return Taken(verdict, None)
         budget = await self.budgets.reserve(hold) if hold is not None else None
         if budget is not None and not budget.admitted and limits:
-            await self.limiter.release(limits, lease=lease, tokens_reserved=tokens,
-                                       tokens_used=0, now=now)  # fmt: skip
+            await self.limiter.release(
+                limits, lease=lease, tokens_reserved=tokens, tokens_used=0, now=now
+            )
         return Taken(verdict, budget)
 
     async def give_back(self, back: GiveBack) -> Settled | None:
         if back.limits:
-            await self.limiter.release(back.limits, lease=back.lease,
-                                       tokens_reserved=back.tokens_reserved,
-                                       tokens_used=back.tokens_used, now=back.now)  # fmt: skip
+            await self.limiter.release(
+                back.limits,
+                lease=back.lease,
+                tokens_reserved=back.tokens_reserved,
+                tokens_used=back.tokens_used,
+                now=back.now,
+            )
         if back.hold is None:
             return None
         settled = await self.budgets.settle(back.hold, back.cost_micros, back.now)

@@ -61,11 +61,19 @@ def _record(
             with transaction.atomic():
                 BudgetAlert.objects.create(counter=counter, threshold=threshold)
                 record_event(
-                    actor="switchyard", workspace=workspace_id, action=ACTION,
-                    target=f"{rule.label} at {threshold:g}", before=None, after=None,
-                    extra={"budget": rule.label, "counter": counter, "threshold": threshold,
-                           "limit_usd": usd(rule.limit_micros)},
-                )  # fmt: skip
+                    actor="switchyard",
+                    workspace=workspace_id,
+                    action=ACTION,
+                    target=f"{rule.label} at {threshold:g}",
+                    before=None,
+                    after=None,
+                    extra={
+                        "budget": rule.label,
+                        "counter": counter,
+                        "threshold": threshold,
+                        "limit_usd": usd(rule.limit_micros),
+                    },
+                )
         except IntegrityError:
             continue  # fired already this period (another replica, or before a restart)
         fired.append((rule, threshold))

@@ -65,8 +65,11 @@ def shape_of(limits: Sequence[LimitSpec], hold: Hold | None) -> Shape | None:
         return (tuple(limits), (), 0)
     if any(c.cap_micros >= UNCAPPED for c in hold.charges):
         return None  # a route's rate node reads the counter's requests as they are admitted
-    return (tuple(limits), tuple((c.counter, c.cap_micros) for c in hold.charges),
-            hold.workspace_id)  # fmt: skip
+    return (
+        tuple(limits),
+        tuple((c.counter, c.cap_micros) for c in hold.charges),
+        hold.workspace_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +87,14 @@ class Room:
         return self.micros is None or self.micros >= HEADROOM * requests * amount_micros
 
 
-def room_after(levels: Sequence[float], planned: Sequence[PlannedCheck],
-               budget: Verdict | None) -> Room:  # fmt: skip
+def room_after(
+    levels: Sequence[float], planned: Sequence[PlannedCheck], budget: Verdict | None
+) -> Room:
     """The room an admitted request's reply leaves: `levels` are its limits' levels before
     it (the acquire script's reply), `budget` its reservation's verdict."""
-    requests = min((p.limit - level - p.cost for p, level in zip(planned, levels, strict=True)),
-                   default=None)  # fmt: skip
+    requests = min(
+        (p.limit - level - p.cost for p, level in zip(planned, levels, strict=True)), default=None
+    )
     return Room(requests, budget.remaining_micros if budget is not None else None)
 
 
@@ -121,8 +126,13 @@ class Allowance:
         """Admit one request from it: its verdicts, as Redis would have answered them;
         None when it cannot."""
         amount = hold.amount_micros if hold is not None else 0
-        if (self.closing or self.drawn >= self.requests or now >= self.opened_at + ACCEPT_S
-                or amount > self.left_micros or not self._outlives(hold)):  # fmt: skip
+        if (
+            self.closing
+            or self.drawn >= self.requests
+            or now >= self.opened_at + ACCEPT_S
+            or amount > self.left_micros
+            or not self._outlives(hold)
+        ):
             return None
         limit = self._limit_verdict(now) if self.limits else None
         self.drawn += 1
@@ -162,10 +172,15 @@ class Allowance:
         """The headers the request would have had from Redis: each limit's level is what it
         was before the allowance, plus the requests admitted from it, drained to now."""
         results = [
-            CheckResult(check, True, drained_level(RateState(level + self.drawn, self.opened_at),
-                                                   limit=check.limit, now=now))
+            CheckResult(
+                check,
+                True,
+                drained_level(
+                    RateState(level + self.drawn, self.opened_at), limit=check.limit, now=now
+                ),
+            )
             for check, level in zip(self._checks, self.levels, strict=True)
-        ]  # fmt: skip
+        ]
         return LimitVerdict(True, 0, None, rate_headers(results, admitted=True))
 
 
@@ -180,5 +195,10 @@ def opening(allowance_id: str, hold: Hold | None, requests: int) -> Hold | None:
     it admits may start that much later)."""
     if hold is None:
         return None
-    return Hold(allowance_id, hold.workspace_id, hold.charges, hold.amount_micros * requests,
-                hold.expires_at + ACCEPT_S)  # fmt: skip
+    return Hold(
+        allowance_id,
+        hold.workspace_id,
+        hold.charges,
+        hold.amount_micros * requests,
+        hold.expires_at + ACCEPT_S,
+    )

@@ -81,8 +81,10 @@ class BudgetStore(Protocol):
 def ledger_entries(
     hold: Hold, cost_micros: int, kind: str, now: float, requests: int = 1
 ) -> list[Entry]:
-    return [Entry(hold.request_id, c.counter, hold.workspace_id, cost_micros, kind, now,
-                  requests) for c in hold.charges]  # fmt: skip
+    return [
+        Entry(hold.request_id, c.counter, hold.workspace_id, cost_micros, kind, now, requests)
+        for c in hold.charges
+    ]
 
 
 class MemoryBudgetStore:
@@ -128,8 +130,11 @@ class MemoryBudgetStore:
     async def read(self, counters: Sequence[str]) -> dict[str, CounterState]:
         await self._load(counters)
         with self._lock:
-            return {name: CounterState(s.spent_micros, s.reserved_micros, s.requests)
-                    for name in counters for s in (self._counters[name],)}  # fmt: skip
+            return {
+                name: CounterState(s.spent_micros, s.reserved_micros, s.requests)
+                for name in counters
+                for s in (self._counters[name],)
+            }
 
     async def sweep(self, now: float, workspace_ids: Collection[int] = ()) -> list[Hold]:
         """Charge reservations past their expiry (a request that never settled: a bug or a

@@ -77,8 +77,10 @@ class ClusterLine:
         except OSError:
             self._owners = None
             raise
-        parts = [line.send([commands[i] for i in indexes])
-                 for line, indexes in zip(opened, groups.values(), strict=True)]  # fmt: skip
+        parts = [
+            line.send([commands[i] for i in indexes])
+            for line, indexes in zip(opened, groups.values(), strict=True)
+        ]
         if meanwhile is not None:
             meanwhile()
         done = _joined(parts, list(groups.values()), len(commands), given_up)
@@ -91,8 +93,11 @@ class ClusterLine:
     def _line(self, address: Address) -> RedisLine:
         line = self._lines.get(address)
         if line is None:
-            line = RedisLine(_node_url(self.url, address), timeout_s=self.timeout_s,
-                             connect_timeout_s=self.connect_timeout_s)  # fmt: skip
+            line = RedisLine(
+                _node_url(self.url, address),
+                timeout_s=self.timeout_s,
+                connect_timeout_s=self.connect_timeout_s,
+            )
             self._lines[address] = line
         return line
 

@@ -76,9 +76,12 @@ class DatabaseBudgetStore:
             )
             if changed == len(names):
                 BudgetReservation.objects.create(
-                    request_id=hold.request_id, counters=names, workspace_id=hold.workspace_id,
-                    amount_micros=amount, expires_at=hold.expires_at,
-                )  # fmt: skip
+                    request_id=hold.request_id,
+                    counters=names,
+                    workspace_id=hold.workspace_id,
+                    amount_micros=amount,
+                    expires_at=hold.expires_at,
+                )
                 used = _used(names)
                 return Verdict(True, tightest(hold.charges, [used[n] for n in names]))
             transaction.set_rollback(True)
@@ -104,10 +107,16 @@ def _create_counters(names: list[str]) -> None:
     if missing:
         totals = stored_totals(missing)
         BudgetCounter.objects.bulk_create(
-            [BudgetCounter(counter=n, spent_micros=totals.get(n, (0, 0))[0],
-                           requests=totals.get(n, (0, 0))[1]) for n in missing],
+            [
+                BudgetCounter(
+                    counter=n,
+                    spent_micros=totals.get(n, (0, 0))[0],
+                    requests=totals.get(n, (0, 0))[1],
+                )
+                for n in missing
+            ],
             ignore_conflicts=True,  # another worker created it meanwhile
-        )  # fmt: skip
+        )
 
 
 def _used(names: list[str]) -> dict[str, int]:

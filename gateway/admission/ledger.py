@@ -41,8 +41,13 @@ class Entry:
 class Ledger(BatchWriter[Entry]):
     def __init__(self, flush_s: float, run_sync: Callable[[Callable[..., Any]], Any]) -> None:
         """`run_sync` turns a query into an awaitable (the gateway's database thread)."""
-        super().__init__(write_entries, what="ledger entries", flush_s=flush_s,
-                         run_sync=run_sync, max_pending=MAX_PENDING)  # fmt: skip
+        super().__init__(
+            write_entries,
+            what="ledger entries",
+            flush_s=flush_s,
+            run_sync=run_sync,
+            max_pending=MAX_PENDING,
+        )
 
     def record(self, entries: Sequence[Entry]) -> None:
         """Queue entries for the next write. Never blocks, never raises."""
@@ -63,12 +68,18 @@ def write_entries(entries: Sequence[Entry]) -> None:
     """Rows already there (a retry, a late settlement after the sweeper's) are skipped."""
     ops = connection.ops
     rows = [
-        (e.request_id, e.counter, e.workspace_id, e.cost_micros, e.kind,
-         ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC)), e.requests)
+        (
+            e.request_id,
+            e.counter,
+            e.workspace_id,
+            e.cost_micros,
+            e.kind,
+            ops.adapt_datetimefield_value(datetime.fromtimestamp(e.at, tz=UTC)),
+            e.requests,
+        )
         for e in entries
-    ]  # fmt: skip
-    insert_ignoring_conflicts(SpendEntry._meta.db_table, COLUMNS, rows,
-                              max_rows=ROWS_PER_STATEMENT)  # fmt: skip
+    ]
+    insert_ignoring_conflicts(SpendEntry._meta.db_table, COLUMNS, rows, max_rows=ROWS_PER_STATEMENT)
 
 
 def stored_totals(counters: list[str]) -> dict[str, tuple[int, int]]:

@@ -132,10 +132,12 @@ class MemoryLimiter:
             return [
                 use_of(one, float(self._live_leases(one.scope, now)))
                 if one.kind is Kind.CONCURRENT
-                else use_of(one, drained_level(self._rates.get((one.scope, one.kind)),
-                                               limit=one.limit, now=now))
+                else use_of(
+                    one,
+                    drained_level(self._rates.get((one.scope, one.kind)), limit=one.limit, now=now),
+                )
                 for one in plan_checks(specs, tokens=0)
-            ]  # fmt: skip
+            ]
 
     @property
     def tracked(self) -> int:

@@ -87,9 +87,14 @@ class RedisAdmitter:
     _opening: dict[Shape, asyncio.Task[None]] = field(default_factory=dict)
 
     async def take(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
-        now: float, meanwhile: Meanwhile = None,
-    ) -> Taken:  # fmt: skip
+        self,
+        limits: Sequence[LimitSpec],
+        tokens: int,
+        lease: str,
+        hold: Hold | None,
+        now: float,
+        meanwhile: Meanwhile = None,
+    ) -> Taken:
         """`meanwhile`, on an idle worker, runs once the calls are written and before their
         replies are awaited: the request's own work, done while Redis answers. A busy
         worker does not run it: there its calls wait for this turn of the loop to end,
@@ -179,8 +184,7 @@ class RedisAdmitter:
         calls: list[Call] = []
         planned: list[Any] = []
         if limits:
-            call, planned = self.limiter.acquire_call(limits, tokens=0, lease=lease,
-                                                      requests=count)  # fmt: skip
+            call, planned = self.limiter.acquire_call(limits, tokens=0, lease=lease, requests=count)
             calls.append((self.limiter.scripts[0], call))
         if reservation is not None:
             calls.append((self.budgets.scripts[0], self.budgets.reserve_call(reservation)))
@@ -221,8 +225,9 @@ class RedisAdmitter:
         row a counter, counting them), and the requests it did not admit go back."""
         calls: list[Call] = []
         if allowance.unused and allowance.limits:
-            keys, args = self.limiter.return_call(allowance.limits, lease=allowance.id,
-                                                  unused=allowance.unused)  # fmt: skip
+            keys, args = self.limiter.return_call(
+                allowance.limits, lease=allowance.id, unused=allowance.unused
+            )
             calls.append((self.limiter.scripts[1], (keys, args)))
         hold = allowance.hold
         if hold is not None and not allowance.drawn:
@@ -235,16 +240,21 @@ class RedisAdmitter:
         try:
             replies = await self._pipelined(calls)
         except BudgetStoreUnavailable as error:
-            log.error("closing allowance %s failed (%s); its cost goes to the ledger alone",
-                      allowance.id, error)  # fmt: skip
+            log.error(
+                "closing allowance %s failed (%s); its cost goes to the ledger alone",
+                allowance.id,
+                error,
+            )
             if hold is not None and allowance.drawn:
-                self.budgets.settled_unreachable(hold, allowance.spent_micros, time.time(),
-                                                 allowance.drawn)  # fmt: skip
+                self.budgets.settled_unreachable(
+                    hold, allowance.spent_micros, time.time(), allowance.drawn
+                )
             return None
         if hold is None or not allowance.drawn:
             return None
-        settled = self.budgets.settled(hold, allowance.spent_micros, time.time(), replies[-1],
-                                       allowance.drawn)  # fmt: skip
+        settled = self.budgets.settled(
+            hold, allowance.spent_micros, time.time(), replies[-1], allowance.drawn
+        )
         if settled is not None and self.alerts is not None:
             await self.alerts.settled(hold, settled)
         return settled
@@ -258,9 +268,14 @@ class RedisAdmitter:
             await asyncio.gather(*self._sending, return_exceptions=True)
 
     def _given_up(
-        self, limits: Sequence[LimitSpec], tokens: int, lease: str, hold: Hold | None,
-        planned: list[Any], replies: list[Any],
-    ) -> None:  # fmt: skip
+        self,
+        limits: Sequence[LimitSpec],
+        tokens: int,
+        lease: str,
+        hold: Hold | None,
+        planned: list[Any],
+        replies: list[Any],
+    ) -> None:
         """A request that gave up (its client left) after its admission's calls were
         written gives back what they took, once their replies say what that was — sent
         after them on the line, so Redis runs it after them. Otherwise the reservation
@@ -281,8 +296,9 @@ class RedisAdmitter:
         admitted it, or one whose client left."""
         calls: list[Call] = []
         if limits:
-            keys, args = self.limiter.release_call(limits, lease=lease, tokens_reserved=tokens,
-                                                   tokens_used=0)  # fmt: skip
+            keys, args = self.limiter.release_call(
+                limits, lease=lease, tokens_reserved=tokens, tokens_used=0
+            )
             if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
                 calls.append((self.limiter.scripts[1], (keys, args)))
         if hold is not None:
@@ -293,8 +309,9 @@ class RedisAdmitter:
         try:
             await self._pipelined(calls)
         except BudgetStoreUnavailable as error:
-            log.error("giving back request %s's admission failed (%s); the sweeper will",
-                      lease, error)  # fmt: skip
+            log.error(
+                "giving back request %s's admission failed (%s); the sweeper will", lease, error
+            )
 
     async def _reserved(self, hold: Hold, reply: Any) -> Verdict:
         """The reservation's verdict. Counters Redis did not hold (a new period, a flush)
@@ -440,9 +457,11 @@ class RedisAdmitter:
         releases = []
         for back, _ in backs:
             keys, args = self.limiter.release_call(
-                back.limits, lease=back.lease, tokens_reserved=back.tokens_reserved,
+                back.limits,
+                lease=back.lease,
+                tokens_reserved=back.tokens_reserved,
                 tokens_used=back.tokens_used,
-            )  # fmt: skip
+            )
             releases.append(len(keys) > 1)
             if releases[-1]:
                 calls.append((release, (keys, args)))
@@ -462,8 +481,7 @@ class RedisAdmitter:
                 next(answers)
             settled = None
             if back.hold is not None:
-                settled = self.budgets.settled(back.hold, back.cost_micros, back.now,
-                                               next(answers))  # fmt: skip
+                settled = self.budgets.settled(back.hold, back.cost_micros, back.now, next(answers))
             if not done.done():
                 done.set_result(settled)
 
@@ -479,8 +497,9 @@ class RedisAdmitter:
         if missing:
             for script in {calls[i][0] for i in missing}:
                 script.sha = await self._guarded(self.budgets.client.script_load(script.script))
-            for i, reply in zip(missing, await self._send([calls[i] for i in missing]),
-                                strict=True):  # fmt: skip
+            for i, reply in zip(
+                missing, await self._send([calls[i] for i in missing]), strict=True
+            ):
                 replies[i] = reply
         failed = next((r for r in replies if isinstance(r, Exception)), None)
         if failed is not None:
@@ -490,8 +509,9 @@ class RedisAdmitter:
     async def _send(
         self, calls: Sequence[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
     ) -> list[Any]:
-        commands = [("EVALSHA", script.sha, len(keys), *keys, *args)
-                    for script, (keys, args) in calls]  # fmt: skip
+        commands = [
+            ("EVALSHA", script.sha, len(keys), *keys, *args) for script, (keys, args) in calls
+        ]
         replies: list[Any] = await self._guarded(self.line.call(commands, meanwhile, given_up))
         return replies
 

@@ -215,8 +215,9 @@ class RedisLimiter:
         tokens_used: int,
         now: float,
     ) -> None:
-        keys, args = self.release_call(specs, lease=lease, tokens_reserved=tokens_reserved,
-                                       tokens_used=tokens_used)  # fmt: skip
+        keys, args = self.release_call(
+            specs, lease=lease, tokens_reserved=tokens_reserved, tokens_used=tokens_used
+        )
         try:
             await self._release(keys=keys, args=args)
         except REDIS_ERRORS as error:

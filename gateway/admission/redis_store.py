@@ -171,9 +171,13 @@ def shared_pool(url: str) -> redis.BlockingConnectionPool:
     machine, timed out connecting and refused requests — or meeting redis-py's "Too many
     connections"."""
     return redis.BlockingConnectionPool.from_url(
-        url, max_connections=POOL_CONNECTIONS, timeout=POOL_WAIT_S,
-        socket_connect_timeout=2, socket_timeout=2, health_check_interval=30,
-    )  # fmt: skip
+        url,
+        max_connections=POOL_CONNECTIONS,
+        timeout=POOL_WAIT_S,
+        socket_connect_timeout=2,
+        socket_timeout=2,
+        health_check_interval=30,
+    )
 
 
 def shared_client(url: str, *, cluster: bool = False) -> AnyRedis:
@@ -269,8 +273,13 @@ class RedisBudgetStore:
     def cancel_call(self, hold: Hold) -> tuple[list[str], list[Any]]:
         """The settle script's (keys, args) that give a reservation back unspent: its
         request was refused after all (by its rate limits)."""
-        return self._settle_keys(hold), [hold.amount_micros, 0, hold.request_id, "cancel",
-                                         _done_until(hold)]  # fmt: skip
+        return self._settle_keys(hold), [
+            hold.amount_micros,
+            0,
+            hold.request_id,
+            "cancel",
+            _done_until(hold),
+        ]
 
     def settle_call(
         self, hold: Hold, cost_micros: int, requests: int = 1
@@ -355,9 +364,17 @@ class RedisBudgetStore:
             data = json.loads(raw)
             charges = tuple(Charge(name, 0, 0.0, ()) for name in data["counters"])
             hold = Hold(rid, data["workspace"], charges, data["amount"], now)
-            if await self._call(self._settle, self._settle_keys(hold),
-                                [hold.amount_micros, hold.amount_micros, hold.request_id,
-                                 "sweep", _done_until(hold)]):  # fmt: skip
+            if await self._call(
+                self._settle,
+                self._settle_keys(hold),
+                [
+                    hold.amount_micros,
+                    hold.amount_micros,
+                    hold.request_id,
+                    "sweep",
+                    _done_until(hold),
+                ],
+            ):
                 self.ledger.record(ledger_entries(hold, hold.amount_micros, "expired", now))
                 swept.append(hold)
         if swept:

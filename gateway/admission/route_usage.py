@@ -23,10 +23,16 @@ UNCAPPED = 2**62  # micro-dollars no request reaches: a counter that only counts
 
 def usage_periods(routes: Iterable[Route]) -> tuple[str, ...]:
     """The periods the rate and budget nodes of `routes` read, sorted."""
-    return tuple(sorted({
-        node.period for route in routes for node in route.nodes.values()
-        if isinstance(node, RateLimitNode | BudgetNode)
-    }))  # fmt: skip
+    return tuple(
+        sorted(
+            {
+                node.period
+                for route in routes
+                for node in route.nodes.values()
+                if isinstance(node, RateLimitNode | BudgetNode)
+            }
+        )
+    )
 
 
 def tracking_rules(

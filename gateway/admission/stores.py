@@ -47,10 +47,16 @@ def choose_kind(configured: str, redis_url: str, database_vendor: str) -> str:
 
 
 def create_stores(
-    kind: str, *, redis_url: str, prefix: str, lease_ttl_s: float,
-    run_sync: Callable[[Callable[..., Any]], Any], flush_s: float,
-    allowance_requests: int = ALLOWANCE_REQUESTS, cluster: bool = False,
-) -> AdmissionStores:  # fmt: skip
+    kind: str,
+    *,
+    redis_url: str,
+    prefix: str,
+    lease_ttl_s: float,
+    run_sync: Callable[[Callable[..., Any]], Any],
+    flush_s: float,
+    allowance_requests: int = ALLOWANCE_REQUESTS,
+    cluster: bool = False,
+) -> AdmissionStores:
     """`prefix` names this installation's Redis keys; `lease_ttl_s` outlives any request;
     `allowance_requests` sizes a worker's allowances on Redis (0: none; allowance.py);
     `cluster`: `redis_url` is a node of a Redis Cluster."""

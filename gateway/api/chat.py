@@ -44,8 +44,12 @@ def chat_stream_frames(served: Served, opened: Opened, finish: Finish) -> Stream
 
     def tail(opened: Opened, error: str | None) -> list[bytes]:
         if error is not None:
-            failure = {"message": error, "type": "upstream_error",
-                       "code": "stream_interrupted", "param": None}  # fmt: skip
+            failure = {
+                "message": error,
+                "type": "upstream_error",
+                "code": "stream_interrupted",
+                "param": None,
+            }
             return [frame_json({"error": failure})]
         block = switchyard_block(caller, record, opened.target, opened.translator.usage)
         translator = opened.translator

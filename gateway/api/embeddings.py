@@ -28,6 +28,9 @@ def render_embeddings(served: Served) -> HttpResponseBase:
 
 
 EMBEDDINGS = Operation(
-    "embeddings", parse=parse_embeddings, render=render_embeddings,
-    routes_as="embeddings", smart=False,
-)  # fmt: skip
+    "embeddings",
+    parse=parse_embeddings,
+    render=render_embeddings,
+    routes_as="embeddings",
+    smart=False,
+)

@@ -25,16 +25,18 @@ def render_explanation(served: Served) -> HttpResponseBase:
     plan, resolved = served.plan, served.resolved
     decisions = [plan.entry(plan.decide(model)[0], model) for model in plan.models]
     attempt_order = [eid for d in decisions for eid in d["ordered"]]
-    return json_response({
-        "object": "switchyard.routing_explanation",
-        "request": request_json(resolved.routing),
-        "tier": resolved.tier.as_json() if resolved.tier else None,
-        "auto": resolved.auto,
-        "route": resolved.route.as_json() if resolved.route else None,
-        "decisions": decisions,
-        "attempt_order": attempt_order,
-        "reason": decisions[0]["reason"] if decisions else "",
-    })  # fmt: skip
+    return json_response(
+        {
+            "object": "switchyard.routing_explanation",
+            "request": request_json(resolved.routing),
+            "tier": resolved.tier.as_json() if resolved.tier else None,
+            "auto": resolved.auto,
+            "route": resolved.route.as_json() if resolved.route else None,
+            "decisions": decisions,
+            "attempt_order": attempt_order,
+            "reason": decisions[0]["reason"] if decisions else "",
+        }
+    )
 
 
 EXPLAIN = Operation(

@@ -95,9 +95,11 @@ def _stream_frames(served: Served, opened: Opened, finish: Finish) -> StreamFram
 
 
 MESSAGES = Operation(
-    "messages", parse=parse_messages, render=render_messages,
+    "messages",
+    parse=parse_messages,
+    render=render_messages,
     render_error=render_anthropic_error,
-)  # fmt: skip
+)
 
 
 def anthropic_model_list(models: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,11 +110,12 @@ def anthropic_model_list(models: list[dict[str, Any]]) -> dict[str, Any]:
             "type": "model",
             "id": model["id"],
             "display_name": model["id"],
-            "created_at": datetime.fromtimestamp(model["created"], UTC).isoformat()
+            "created_at": datetime.fromtimestamp(model["created"], UTC)
+            .isoformat()
             .replace("+00:00", "Z"),
         }
         for model in models
-    ]  # fmt: skip
+    ]
     return {
         "data": data,
         "has_more": False,

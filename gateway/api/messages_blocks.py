@@ -33,8 +33,10 @@ TOOL_ERROR_PREFIX = "Error: "
 _IMAGE_SOURCES = ("base64", "url")
 _DOCUMENT_BLOCKS = frozenset({"document", "search_result", "container_upload"})
 NOT_STORED = "Switchyard has no file store; send the content inline (a base64 or url source)"
-SERVER_TOOL_BLOCK = ("blocks of Anthropic's server tools (web search, code execution, MCP "
-                     "connectors) can be replayed only to Anthropic")  # fmt: skip
+SERVER_TOOL_BLOCK = (
+    "blocks of Anthropic's server tools (web search, code execution, MCP "
+    "connectors) can be replayed only to Anthropic"
+)
 
 
 class MessagesRequestError(ValueError):
@@ -249,8 +251,7 @@ def _marked_error(texts: list[Part], is_error: Any, param: str) -> list[Part]:
 
 def _unsupported(kind: str, param: str, role: str) -> MessagesRequestError:
     if kind in _DOCUMENT_BLOCKS:
-        reason = (f"{kind} blocks are not supported; send the document's text as a text "
-                  "block")  # fmt: skip
+        reason = f"{kind} blocks are not supported; send the document's text as a text block"
     elif kind.endswith(("tool_use", "tool_result")) and kind not in ("tool_use", "tool_result"):
         reason = SERVER_TOOL_BLOCK
     else:

@@ -89,8 +89,9 @@ async def count_message_tokens(
     sent = count_body(native.body, endpoint.upstream_model)
     try:
         async with asyncio.timeout(deadline_s(caller, state.settings) - caller.elapsed_s()):
-            counted = await count_tokens(upstream_client(), target, sent,
-                                         beta=native.headers.get("anthropic-beta"))  # fmt: skip
+            counted = await count_tokens(
+                upstream_client(), target, sent, beta=native.headers.get("anthropic-beta")
+            )
     except AttemptFailed as failure:
         if failure.http_status in REFUSED_BODY and not failure.retryable:
             said = f": {failure.upstream_message}" if failure.upstream_message else "."
@@ -102,8 +103,7 @@ async def count_message_tokens(
         log.info("count_tokens on %s answered with the estimate: %s", endpoint.id, failure)
         return TokenCount(estimate, ESTIMATED, endpoint)
     except TimeoutError:
-        log.info("count_tokens on %s answered with the estimate: the deadline passed",
-                 endpoint.id)  # fmt: skip
+        log.info("count_tokens on %s answered with the estimate: the deadline passed", endpoint.id)
         return TokenCount(estimate, ESTIMATED, endpoint)
     return TokenCount(counted, UPSTREAM, endpoint)
 
@@ -112,8 +112,11 @@ def render_count(count: TokenCount) -> HttpResponse:
     response = json_response({"input_tokens": count.input_tokens})
     response[TOKEN_COUNT_HEADER] = count.source
     if count.endpoint is not None:
-        facts = {"model": count.endpoint.model, "provider": count.endpoint.provider,
-                 "endpoint": count.endpoint.id}  # fmt: skip
+        facts = {
+            "model": count.endpoint.model,
+            "provider": count.endpoint.provider,
+            "endpoint": count.endpoint.id,
+        }
         for fact, header in ENDPOINT_HEADERS.items():
             response[header] = facts[fact]
     return response

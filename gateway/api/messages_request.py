@@ -29,8 +29,13 @@ from gateway.request_path.params import (
 )
 from gateway.upstream.providers.anthropic import MIN_THINKING_BUDGET
 
-__all__ = ["FIELDS", "ChatRequest", "MessagesRequestError", "to_chat_body",
-           "without_anthropic_extras"]  # fmt: skip
+__all__ = [
+    "FIELDS",
+    "ChatRequest",
+    "MessagesRequestError",
+    "to_chat_body",
+    "without_anthropic_extras",
+]
 
 Handling = Literal["translate", "pass", "drop", "refuse"]
 
@@ -88,15 +93,14 @@ FIELDS: dict[str, Handling] = {
 _NEUTRAL_VALUES: dict[str, Any] = {"mcp_servers": [], "inference_geo": "global"}
 _REFUSALS = {
     "container": "code execution containers run on Anthropic's servers; Switchyard cannot "
-                 "serve them",
+    "serve them",
     "mcp_servers": "the MCP connector runs on Anthropic's servers; connect MCP servers in "
-                   "the client and declare their tools as custom tools",
+    "the client and declare their tools as custom tools",
     "inference_geo": "Switchyard chooses regions by its `residency` field and the "
-                     "workspace's policy; send `residency` instead",
-    "thread": "Switchyard does not store conversations; send the whole conversation in "
-              "`messages`",
+    "workspace's policy; send `residency` instead",
+    "thread": "Switchyard does not store conversations; send the whole conversation in `messages`",
     "compaction": "compaction blocks are written by Anthropic's servers only",
-}  # fmt: skip
+}
 ANTHROPIC_EXTRAS = ("thinking", "top_k")
 # thinking.budget_tokens -> reasoning_effort: the Anthropic adapter's table read backwards
 # (it sends "high" as 16,384 tokens), floored at "medium" so the smart tiers classify it
@@ -106,8 +110,7 @@ HIGH_EFFORT_BUDGET = 16384
 # Anthropic's effort default is "high", so adaptive thinking without one asks for that.
 DEFAULT_EFFORT = "high"
 # output_config.effort -> reasoning_effort; Anthropic's "max" is chat's highest, "xhigh".
-_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh",
-            "max": "xhigh"}  # fmt: skip
+_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
 _THINKING_TYPES = ("enabled", "disabled", "adaptive", "between_tools")
 MAX_TOKENS = integer(minimum=1)
 THINKING_BUDGET = integer(minimum=MIN_THINKING_BUDGET)
@@ -136,8 +139,12 @@ def to_chat_body(body: dict[str, Any]) -> ChatRequest:
         "messages": to_messages(body.get("system"), body.get("messages")),
         "max_tokens": body["max_tokens"],
     }
-    for name, checker in (("temperature", UNIT_INTERVAL), ("top_p", UNIT_INTERVAL),
-                          ("top_k", TOP_K), ("stream", boolean)):  # fmt: skip
+    for name, checker in (
+        ("temperature", UNIT_INTERVAL),
+        ("top_p", UNIT_INTERVAL),
+        ("top_k", TOP_K),
+        ("stream", boolean),
+    ):
         if body.get(name) is not None:
             _check(checker, body[name], name)
             chat[name] = body[name]
@@ -177,8 +184,10 @@ def _stop(stop_sequences: Any) -> dict[str, Any]:
         if not isinstance(sequence, str):
             raise refuse(f"stop_sequences[{index}]", "must be a string")
     if len(stop_sequences) > MAX_STOP_SEQUENCES:
-        reason = (f"Switchyard serves at most {MAX_STOP_SEQUENCES} stop sequences, the most "
-                  "OpenAI-style upstreams take")  # fmt: skip
+        reason = (
+            f"Switchyard serves at most {MAX_STOP_SEQUENCES} stop sequences, the most "
+            "OpenAI-style upstreams take"
+        )
         raise refuse("stop_sequences", reason)
     return {"stop": list(stop_sequences)}
 
@@ -244,8 +253,12 @@ def _output_format(config: Any) -> dict[str, Any]:
     schema = form.get("schema")
     if not isinstance(schema, dict):
         raise refuse("output_config.format.schema", "must be an object")
-    return {"response_format": {"type": "json_schema",
-                                "json_schema": {"name": "response", "schema": schema}}}  # fmt: skip
+    return {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "response", "schema": schema},
+        }
+    }
 
 
 def without_anthropic_extras(chat: dict[str, Any]) -> dict[str, Any]:

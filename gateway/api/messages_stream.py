@@ -80,9 +80,16 @@ class MessagesStream:
 
     def opening(self) -> list[bytes]:
         usage = {"input_tokens": self.input_tokens, "output_tokens": 0}
-        message: dict[str, Any] = {"id": self.message_id, "type": "message", "role": "assistant",
-                                   "model": self.model, "content": [], "stop_reason": None,
-                                   "stop_sequence": None, "usage": usage}  # fmt: skip
+        message: dict[str, Any] = {
+            "id": self.message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+        }
         return [_event("message_start", message=message), _event("ping")]
 
     def feed(self, payload: dict[str, Any]) -> list[bytes]:
@@ -138,8 +145,12 @@ class MessagesStream:
 
     def _announce(self, item: _Call) -> list[bytes]:
         fallback = f"toolu_{self.message_id}_{self.blocks}"
-        block = {"type": "tool_use", "id": tool_use_id(item.id, fallback), "name": item.name,
-                 "input": {}}  # fmt: skip
+        block = {
+            "type": "tool_use",
+            "id": tool_use_id(item.id, fallback),
+            "name": item.name,
+            "input": {},
+        }
         started = self._start(block)
         item.block, self.open_call = self.open, item
         return [started]

@@ -15,20 +15,28 @@ Handling = Literal["translate", "drop", "refuse"]
 
 # Anthropic tool_choice types with a chat string of the same meaning; "tool" names one.
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
-SERVER_TOOL = ("is one of Anthropic's own tools (run on its servers or built into Claude), "
-               "which other providers cannot serve; declare a custom tool with an "
-               "input_schema instead")  # fmt: skip
+SERVER_TOOL = (
+    "is one of Anthropic's own tools (run on its servers or built into Claude), "
+    "which other providers cannot serve; declare a custom tool with an "
+    "input_schema instead"
+)
 # Custom tool fields. "drop": `strict` is a guarantee each vendor implements over a different
 # schema subset (OpenAI refuses strict schemas with optional properties, which Anthropic
 # takes); examples and eager streaming are hints; a deferred tool is declared in full
 # instead (more context, the same tools). "refuse" unless neutral: callers other than the
 # model itself are Anthropic's code execution.
 TOOL_FIELDS: dict[str, Handling] = {
-    "type": "translate", "name": "translate", "description": "translate",
-    "input_schema": "translate", "cache_control": "translate", "strict": "drop",
-    "input_examples": "drop", "eager_input_streaming": "drop", "defer_loading": "drop",
+    "type": "translate",
+    "name": "translate",
+    "description": "translate",
+    "input_schema": "translate",
+    "cache_control": "translate",
+    "strict": "drop",
+    "input_examples": "drop",
+    "eager_input_streaming": "drop",
+    "defer_loading": "drop",
     "allowed_callers": "refuse",
-}  # fmt: skip
+}
 _TOOL_NEUTRAL_VALUES: dict[str, Any] = {"allowed_callers": ["direct"]}
 _TOOL_REFUSALS = {
     "allowed_callers": 'only the model itself (["direct"]) can call tools through Switchyard',

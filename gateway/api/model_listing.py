@@ -22,8 +22,12 @@ def list_models(snap: Snapshot, workspace: WorkspaceEntry, key: KeyEntry) -> lis
     """The model objects the key may use, sorted by id: its workspace's policy narrowed to
     its preset and allowed models (R-KEY-1), and only the names it may request."""
     usable = _usable_models(snap, key.policy or workspace.policy)
-    listed = {slug: _model(slug, snap.models[slug].created if slug in snap.models else 0,
-                           slug.split("/")[0]) for slug in usable}  # fmt: skip
+    listed = {
+        slug: _model(
+            slug, snap.models[slug].created if slug in snap.models else 0, slug.split("/")[0]
+        )
+        for slug in usable
+    }
     for slug, entry in snap.virtual.items():
         if _reaches(snap, slug, usable, 0):
             listed[slug] = _model(slug, entry.created, OWNED_BY_SWITCHYARD)

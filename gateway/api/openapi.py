@@ -87,8 +87,13 @@ METADATA: Schema = {
     "maxProperties": 16,
     "additionalProperties": {"type": "string", "maxLength": 512},
 }
-FUNCTION = obj(("name",), name=NAME, description=STRING, parameters=OBJECT,
-               strict={"type": ["boolean", "null"]})  # fmt: skip
+FUNCTION = obj(
+    ("name",),
+    name=NAME,
+    description=STRING,
+    parameters=OBJECT,
+    strict={"type": ["boolean", "null"]},
+)
 TOOL_CALL = obj(
     ("id", "type", "function"),
     id=STRING,
@@ -183,28 +188,46 @@ RESPONSES_REQUEST = obj(
     top_p=SAMPLING["top_p"],
     stream=BOOLEAN,
     # The Responses API's function tools are flat: {type, name, parameters}.
-    tools=array(obj(("type", "name"), type=const("function"), name=NAME, description=STRING,
-                    parameters=OBJECT, strict={"type": ["boolean", "null"]})),
-    tool_choice={"anyOf": [enum("none", "auto", "required"),
-                           obj(("type", "name"), type=const("function"), name=NAME)]},
+    tools=array(
+        obj(
+            ("type", "name"),
+            type=const("function"),
+            name=NAME,
+            description=STRING,
+            parameters=OBJECT,
+            strict={"type": ["boolean", "null"]},
+        )
+    ),
+    tool_choice={
+        "anyOf": [
+            enum("none", "auto", "required"),
+            obj(("type", "name"), type=const("function"), name=NAME),
+        ]
+    },
     parallel_tool_calls=BOOLEAN,
     user=STRING,
     metadata=METADATA,
     **ROUTING,
-)  # fmt: skip
+)
 
 TOKENS = array(INTEGER, minItems=1)
 EMBEDDINGS_REQUEST = obj(
     ("model", "input"),
     model=MODEL,
-    input={"anyOf": [{"type": "string", "minLength": 1}, array(STRING, minItems=1), TOKENS,
-                     array(TOKENS, minItems=1)]},
+    input={
+        "anyOf": [
+            {"type": "string", "minLength": 1},
+            array(STRING, minItems=1),
+            TOKENS,
+            array(TOKENS, minItems=1),
+        ]
+    },
     encoding_format=enum("float", "base64"),
     dimensions={"type": "integer", "minimum": 1},
     user=STRING,
     provider=ref("ProviderPreferences"),
     residency=ROUTING["residency"],
-)  # fmt: skip
+)
 
 # The Anthropic Messages API (SPEC R-API-9, docs/anthropic.md) as
 # gateway/api/messages_request.py reads it, with Switchyard's routing fields beside
@@ -216,15 +239,26 @@ TEXT_BLOCK = obj(("type", "text"), type=const("text"), text=STRING, cache_contro
 IMAGE_BLOCK = obj(
     ("type", "source"),
     type=const("image"),
-    source={"anyOf": [
-        obj(("type", "media_type", "data"), type=const("base64"), media_type=NONEMPTY,
-            data=NONEMPTY),
-        obj(("type", "url"), type=const("url"), url=NONEMPTY),
-    ]},
+    source={
+        "anyOf": [
+            obj(
+                ("type", "media_type", "data"),
+                type=const("base64"),
+                media_type=NONEMPTY,
+                data=NONEMPTY,
+            ),
+            obj(("type", "url"), type=const("url"), url=NONEMPTY),
+        ]
+    },
     cache_control=OBJECT,
-)  # fmt: skip
-TOOL_USE_BLOCK = obj(("type", "id", "name", "input"), type=const("tool_use"), id=NONEMPTY,
-                     name=NONEMPTY, input=OBJECT)  # fmt: skip
+)
+TOOL_USE_BLOCK = obj(
+    ("type", "id", "name", "input"),
+    type=const("tool_use"),
+    id=NONEMPTY,
+    name=NONEMPTY,
+    input=OBJECT,
+)
 TOOL_RESULT_BLOCK = obj(
     ("type", "tool_use_id"),
     type=const("tool_result"),
@@ -235,24 +269,40 @@ TOOL_RESULT_BLOCK = obj(
 )
 # Earlier turns' thinking, which clients send back: accepted and dropped (signed by
 # Anthropic for one model, no other provider can read it).
-THINKING_BLOCK = obj(("type",), type=enum(*sorted(DROPPED_BLOCKS)), thinking=STRING,
-                     signature=STRING, data=STRING)  # fmt: skip
+THINKING_BLOCK = obj(
+    ("type",), type=enum(*sorted(DROPPED_BLOCKS)), thinking=STRING, signature=STRING, data=STRING
+)
 ANTHROPIC_MESSAGE: Schema = {
     "anyOf": [
-        obj(("role", "content"), role=const("user"), content={"anyOf": [
-            STRING, array({"anyOf": [TEXT_BLOCK, IMAGE_BLOCK, TOOL_RESULT_BLOCK]}, minItems=1)]}),
-        obj(("role", "content"), role=const("assistant"), content={"anyOf": [
-            STRING, array({"anyOf": [TEXT_BLOCK, TOOL_USE_BLOCK, THINKING_BLOCK]})]}),
+        obj(
+            ("role", "content"),
+            role=const("user"),
+            content={
+                "anyOf": [
+                    STRING,
+                    array({"anyOf": [TEXT_BLOCK, IMAGE_BLOCK, TOOL_RESULT_BLOCK]}, minItems=1),
+                ]
+            },
+        ),
+        obj(
+            ("role", "content"),
+            role=const("assistant"),
+            content={
+                "anyOf": [STRING, array({"anyOf": [TEXT_BLOCK, TOOL_USE_BLOCK, THINKING_BLOCK]})]
+            },
+        ),
     ]
-}  # fmt: skip
+}
 ANTHROPIC_ONLY = "served by Anthropic's own servers alone"
 
 
 def refused(reason: str, *neutral: Any) -> Schema:
     """A field the gateway answers with a 400 naming it unless it is absent, null or at a
     `neutral` value, which asks for nothing."""
-    return {"anyOf": [NULL, *({"const": value} for value in neutral)],
-            "description": f"a 400 otherwise: {reason}"}  # fmt: skip
+    return {
+        "anyOf": [NULL, *({"const": value} for value in neutral)],
+        "description": f"a 400 otherwise: {reason}",
+    }
 
 
 CUSTOM_TOOL = obj(
@@ -276,19 +326,37 @@ MESSAGES_REQUEST = obj(
     top_p=number(0, 1),
     top_k={"type": ["integer", "null"], "minimum": 0},
     metadata=obj(user_id={"type": ["string", "null"]}),  # the session too (R-EXE-7)
-    tools={**array(CUSTOM_TOOL), "description": "custom tools; Anthropic's server tools "
-           "(web search, code execution, …) are a 400"},
-    tool_choice={"anyOf": [
-        obj(("type",), type=enum("auto", "any", "none"), disable_parallel_tool_use=BOOLEAN),
-        obj(("type", "name"), type=const("tool"), name=NONEMPTY,
-            disable_parallel_tool_use=BOOLEAN),
-    ], "description": '"any" and "tool" need `tools`'},
-    thinking={"anyOf": [
-        obj(("type", "budget_tokens"), type=const("enabled"), budget_tokens={
-            "type": "integer", "minimum": MIN_THINKING_BUDGET,
-            "description": "less than `max_tokens`"}),
-        obj(("type",), type=enum("disabled", "adaptive", "between_tools")),
-    ]},
+    tools={
+        **array(CUSTOM_TOOL),
+        "description": "custom tools; Anthropic's server tools "
+        "(web search, code execution, …) are a 400",
+    },
+    tool_choice={
+        "anyOf": [
+            obj(("type",), type=enum("auto", "any", "none"), disable_parallel_tool_use=BOOLEAN),
+            obj(
+                ("type", "name"),
+                type=const("tool"),
+                name=NONEMPTY,
+                disable_parallel_tool_use=BOOLEAN,
+            ),
+        ],
+        "description": '"any" and "tool" need `tools`',
+    },
+    thinking={
+        "anyOf": [
+            obj(
+                ("type", "budget_tokens"),
+                type=const("enabled"),
+                budget_tokens={
+                    "type": "integer",
+                    "minimum": MIN_THINKING_BUDGET,
+                    "description": "less than `max_tokens`",
+                },
+            ),
+            obj(("type",), type=enum("disabled", "adaptive", "between_tools")),
+        ]
+    },
     output_config=obj(
         effort=enum("low", "medium", "high", "xhigh", "max"),
         format=obj(("type", "schema"), type=const("json_schema"), schema=OBJECT),
@@ -299,15 +367,17 @@ MESSAGES_REQUEST = obj(
     inference_geo=refused("send `residency`", "global"),
     thread=refused("send the whole conversation in `messages`"),
     compaction=refused(ANTHROPIC_ONLY),
-)  # fmt: skip
+)
 # Anthropic's count takes no max_tokens; one sent is checked as for a message.
 COUNT_TOKENS_REQUEST = {**MESSAGES_REQUEST, "required": ["model", "messages"]}
-COUNT_TOKENS_NOTE = ("Routed as the Messages request would be, nothing recorded. Counted "
-                     "by the upstream when the endpoint it would try first is "
-                     "Anthropic-style; else, or when that upstream does not count, with the "
-                     "estimator routing uses (the context-window filter). A body the "
-                     "upstream refuses gets its 400 (413, 422). `max_tokens` may be left "
-                     "out, `thinking` included.")  # fmt: skip
+COUNT_TOKENS_NOTE = (
+    "Routed as the Messages request would be, nothing recorded. Counted "
+    "by the upstream when the endpoint it would try first is "
+    "Anthropic-style; else, or when that upstream does not count, with the "
+    "estimator routing uses (the context-window filter). A body the "
+    "upstream refuses gets its 400 (413, 422). `max_tokens` may be left "
+    "out, `thinking` included."
+)
 
 REQUEST_SCHEMAS: Schema = {
     "Tool": obj(("type", "function"), type=const("function"), function=FUNCTION),
@@ -537,12 +607,20 @@ ERRORS: Schema = {
 # The Messages paths answer the chat path's statuses in Anthropic's envelope, typed by
 # status (gateway.errors.ANTHROPIC_ERROR_TYPES).
 ANTHROPIC_ERRORS: Schema = {
-    **{str(status): {"description": f"`{kind}`; nothing was charged",
-                     "content": _json(ref("AnthropicError"))}
-       for status, kind in ANTHROPIC_ERROR_TYPES.items() if status < 500},
-    "5XX": {"description": "every upstream attempt failed (`api_error`, `overloaded_error`, "
-                           "`timeout_error`)", "content": _json(ref("AnthropicError"))},
-}  # fmt: skip
+    **{
+        str(status): {
+            "description": f"`{kind}`; nothing was charged",
+            "content": _json(ref("AnthropicError")),
+        }
+        for status, kind in ANTHROPIC_ERROR_TYPES.items()
+        if status < 500
+    },
+    "5XX": {
+        "description": "every upstream attempt failed (`api_error`, `overloaded_error`, "
+        "`timeout_error`)",
+        "content": _json(ref("AnthropicError")),
+    },
+}
 
 
 def _header(description: str) -> Schema:
@@ -553,21 +631,35 @@ def _header(description: str) -> Schema:
 SWITCHYARD_HEADERS: Schema = {
     "X-Switchyard-Trace-Id": _header("the trace: `GET /v1/traces/{trace_id}`"),
     "X-Switchyard-Attempts": _header("the upstream attempts, a JSON array"),
-    **{header: _header(f"`switchyard.{fact}`" + ("; not on streams, known only at their end"
-                                                  if fact == "cost_estimate_usd" else ""))
-       for fact, header in FACT_HEADERS.items()},
-}  # fmt: skip
+    **{
+        header: _header(
+            f"`switchyard.{fact}`"
+            + ("; not on streams, known only at their end" if fact == "cost_estimate_usd" else "")
+        )
+        for fact, header in FACT_HEADERS.items()
+    },
+}
 # Who counted a `count_tokens` answer, and for which endpoint.
 COUNT_HEADERS: Schema = {
-    TOKEN_COUNT_HEADER: {"description": f"`{UPSTREAM}`: the endpoint's upstream counted; "
-                                        f"`{ESTIMATED}`: the gateway's estimate",
-                         "schema": enum(UPSTREAM, ESTIMATED)},
-    **{header: _header(f"the {fact} a Messages request would try first; absent when "
-                       "no endpoint would take it") for fact, header in ENDPOINT_HEADERS.items()},
-}  # fmt: skip
-ANTHROPIC_VERSION = {"name": "anthropic-version", "in": "header", "required": False,
-                     "schema": STRING, "description": "any date is accepted; the trace "
-                     "records it"}  # fmt: skip
+    TOKEN_COUNT_HEADER: {
+        "description": f"`{UPSTREAM}`: the endpoint's upstream counted; "
+        f"`{ESTIMATED}`: the gateway's estimate",
+        "schema": enum(UPSTREAM, ESTIMATED),
+    },
+    **{
+        header: _header(
+            f"the {fact} a Messages request would try first; absent when no endpoint would take it"
+        )
+        for fact, header in ENDPOINT_HEADERS.items()
+    },
+}
+ANTHROPIC_VERSION = {
+    "name": "anthropic-version",
+    "in": "header",
+    "required": False,
+    "schema": STRING,
+    "description": "any date is accepted; the trace records it",
+}
 
 
 # One server-sent event: a chat chunk, a Responses event, an Anthropic Messages event,
@@ -600,10 +692,17 @@ def operation(
 
 
 TRACE_ID = {"name": "trace_id", "in": "path", "required": True, "schema": STRING}
-MODELS_ANTHROPIC_VERSION = {**ANTHROPIC_VERSION, "description": "when sent (any value), "
-                            "the list is Anthropic's: `AnthropicModelList`"}  # fmt: skip
-MODEL_ID = {"name": "model_id", "in": "path", "required": True, "schema": STRING,
-            "description": "a model id as listed; ids contain `/`"}  # fmt: skip
+MODELS_ANTHROPIC_VERSION = {
+    **ANTHROPIC_VERSION,
+    "description": "when sent (any value), the list is Anthropic's: `AnthropicModelList`",
+}
+MODEL_ID = {
+    "name": "model_id",
+    "in": "path",
+    "required": True,
+    "schema": STRING,
+    "description": "a model id as listed; ids contain `/`",
+}
 SCHEMA: Schema = {
     "openapi": "3.1.0",
     "info": {
@@ -617,27 +716,39 @@ SCHEMA: Schema = {
             "post": operation("Chat completion", "ChatCompletion", CHAT_REQUEST, streams=True)
         },
         "/v1/responses": {
-            "post": operation("Responses API, routed as chat", "Response", RESPONSES_REQUEST,
-                              streams=True)
+            "post": operation(
+                "Responses API, routed as chat", "Response", RESPONSES_REQUEST, streams=True
+            )
         },
-        "/v1/embeddings": {
-            "post": operation("Embeddings", "Embeddings", EMBEDDINGS_REQUEST)
-        },
+        "/v1/embeddings": {"post": operation("Embeddings", "Embeddings", EMBEDDINGS_REQUEST)},
         "/v1/messages": {
-            "post": operation("Anthropic Messages API, routed as chat", "AnthropicMessage",
-                              MESSAGES_REQUEST, streams=True, errors=ANTHROPIC_ERRORS,
-                              headers=SWITCHYARD_HEADERS, parameters=[ANTHROPIC_VERSION])
+            "post": operation(
+                "Anthropic Messages API, routed as chat",
+                "AnthropicMessage",
+                MESSAGES_REQUEST,
+                streams=True,
+                errors=ANTHROPIC_ERRORS,
+                headers=SWITCHYARD_HEADERS,
+                parameters=[ANTHROPIC_VERSION],
+            )
         },
         "/v1/messages/count_tokens": {
-            "post": operation("Input tokens of a Messages request",
-                              "AnthropicTokenCount", COUNT_TOKENS_REQUEST,
-                              errors=ANTHROPIC_ERRORS, headers=COUNT_HEADERS,
-                              parameters=[ANTHROPIC_VERSION], description=COUNT_TOKENS_NOTE)
+            "post": operation(
+                "Input tokens of a Messages request",
+                "AnthropicTokenCount",
+                COUNT_TOKENS_REQUEST,
+                errors=ANTHROPIC_ERRORS,
+                headers=COUNT_HEADERS,
+                parameters=[ANTHROPIC_VERSION],
+                description=COUNT_TOKENS_NOTE,
+            )
         },
         "/v1/models": {
-            "get": operation("Models this key may use",
-                             {"oneOf": [ref("ModelList"), ref("AnthropicModelList")]},
-                             parameters=[MODELS_ANTHROPIC_VERSION])
+            "get": operation(
+                "Models this key may use",
+                {"oneOf": [ref("ModelList"), ref("AnthropicModelList")]},
+                parameters=[MODELS_ANTHROPIC_VERSION],
+            )
         },
         "/v1/models/{model_id}": {
             "get": operation("One model this key may use", "Model", parameters=[MODEL_ID])
@@ -646,8 +757,9 @@ SCHEMA: Schema = {
             "get": operation("A trace of your workspace", "Trace", parameters=[TRACE_ID])
         },
         "/v1/routing/explain": {
-            "post": operation("Routing decision for a chat body, no upstream call",
-                              "Explanation", CHAT_REQUEST)
+            "post": operation(
+                "Routing decision for a chat body, no upstream call", "Explanation", CHAT_REQUEST
+            )
         },
         "/health": {
             "get": operation("Live metrics per provider and endpoint", "Health", security=[])
@@ -658,11 +770,15 @@ SCHEMA: Schema = {
         "securitySchemes": {
             "bearerAuth": {"type": "http", "scheme": "bearer", "description": "sk-sy-… key"},
             # as Anthropic's SDK and Claude Code send it (R-API-9); read on every path
-            "apiKeyAuth": {"type": "apiKey", "in": "header", "name": "x-api-key",
-                           "description": "the same sk-sy-… key"},
+            "apiKeyAuth": {
+                "type": "apiKey",
+                "in": "header",
+                "name": "x-api-key",
+                "description": "the same sk-sy-… key",
+            },
         },
     },
-}  # fmt: skip
+}
 
 _SCHEMA_JSON = orjson.dumps(SCHEMA)
 

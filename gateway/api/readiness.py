@@ -56,11 +56,12 @@ async def healthz(request: HttpRequest) -> HttpResponse:
     if settings.REDIS_URL:
         checks["redis"] = await _redis_ok(settings.REDIS_URL, settings.REDIS_CLUSTER)
     store = admission_state.stores().kind
-    checks["budget_store"] = {"redis": checks.get("redis", False),
-                              "database": checks["database"]}.get(store, True)  # fmt: skip
+    checks["budget_store"] = {
+        "redis": checks.get("redis", False),
+        "database": checks["database"],
+    }.get(store, True)
     healthy = all(checks.values())
-    body = {"status": "ok" if healthy else "unavailable", "checks": checks,
-            "budget_store": store}  # fmt: skip
+    body = {"status": "ok" if healthy else "unavailable", "checks": checks, "budget_store": store}
     return HttpResponse(
         orjson.dumps(body), status=200 if healthy else 503, content_type="application/json"
     )

@@ -30,9 +30,20 @@ from gateway.request_path.params import BadParam, Checker, boolean, integer
 from gateway.request_path.parse import require_bool, validate_chat
 from gateway.request_path.record import switchyard_block
 
-PASSED_THROUGH = ("temperature", "stream", "top_p", "user", "metadata", "parallel_tool_calls",
-                  "prompt_cache_key", "models", "provider", "routing", "residency",
-                  "session_id")  # fmt: skip
+PASSED_THROUGH = (
+    "temperature",
+    "stream",
+    "top_p",
+    "user",
+    "metadata",
+    "parallel_tool_calls",
+    "prompt_cache_key",
+    "models",
+    "provider",
+    "routing",
+    "residency",
+    "session_id",
+)
 # Request fields that name state kept on OpenAI's side. Ignoring them would answer without
 # the earlier context, so they are refused.
 STORED_STATE = ("previous_response_id", "conversation")
@@ -41,12 +52,26 @@ VERBOSITIES = ("low", "medium", "high")
 # Tools that run on OpenAI's servers (web search, file search over vector stores, a
 # sandbox, a browser, image generation, remote MCP servers). No upstream behind Switchyard
 # runs them on its behalf, and only `function` tools have a chat equivalent.
-BUILT_IN_TOOLS = frozenset({
-    "web_search", "web_search_preview", "web_search_2025_08_26",
-    "web_search_preview_2025_03_11", "file_search", "computer", "computer_use_preview",
-    "code_interpreter", "image_generation", "mcp", "local_shell", "shell", "apply_patch",
-    "custom", "namespace", "tool_search",
-})  # fmt: skip
+BUILT_IN_TOOLS = frozenset(
+    {
+        "web_search",
+        "web_search_preview",
+        "web_search_2025_08_26",
+        "web_search_preview_2025_03_11",
+        "file_search",
+        "computer",
+        "computer_use_preview",
+        "code_interpreter",
+        "image_generation",
+        "mcp",
+        "local_shell",
+        "shell",
+        "apply_patch",
+        "custom",
+        "namespace",
+        "tool_search",
+    }
+)
 MAX_OUTPUT_TOKENS = integer(minimum=1)
 
 
@@ -132,8 +157,10 @@ def _chat_tool(tool: Any, param: str) -> dict[str, Any]:
         if not isinstance(kind, str):
             raise invalid(f"`{param}.type` must be a string", param=f"{param}.type")
         if kind in BUILT_IN_TOOLS:
-            message = (f"`{param}`: the built-in tool {kind!r} runs on OpenAI's servers and "
-                       "Switchyard cannot serve it; declare a function tool instead")  # fmt: skip
+            message = (
+                f"`{param}`: the built-in tool {kind!r} runs on OpenAI's servers and "
+                "Switchyard cannot serve it; declare a function tool instead"
+            )
         else:
             message = f"`{param}`: unsupported tool type {kind!r}; only function tools are served"
         raise invalid(message, param=param)
@@ -143,9 +170,11 @@ def _chat_tool(tool: Any, param: str) -> dict[str, Any]:
     if not isinstance(name, str) or not name:
         raise invalid(f"`{path}.name` must be a non-empty string", param=f"{path}.name")
     function: dict[str, Any] = {"name": name}
-    for field, kinds, expected in (("description", str, "a string"),
-                                   ("parameters", dict, "an object"),
-                                   ("strict", bool, "a boolean")):  # fmt: skip
+    for field, kinds, expected in (
+        ("description", str, "a string"),
+        ("parameters", dict, "an object"),
+        ("strict", bool, "a boolean"),
+    ):
         value = source.get(field)
         if value is None:
             continue
@@ -157,9 +186,13 @@ def _chat_tool(tool: Any, param: str) -> dict[str, Any]:
 
 def _flat_tool(chat_tool: dict[str, Any]) -> dict[str, Any]:
     function = chat_tool["function"]
-    return {"type": "function", "name": function["name"],
-            "description": function.get("description"),
-            "parameters": function.get("parameters"), "strict": function.get("strict")}  # fmt: skip
+    return {
+        "type": "function",
+        "name": function["name"],
+        "description": function.get("description"),
+        "parameters": function.get("parameters"),
+        "strict": function.get("strict"),
+    }
 
 
 def _tool_choice(choice: Any) -> tuple[Any, Any]:
@@ -203,8 +236,10 @@ def _text_settings(text: Any) -> dict[str, Any]:
     elif kind == "json_object":
         chat["response_format"] = {"type": "json_object"}
     elif kind != "text":
-        raise invalid('`text.format.type` must be "text", "json_object" or "json_schema"',
-                      param="text.format.type")  # fmt: skip
+        raise invalid(
+            '`text.format.type` must be "text", "json_object" or "json_schema"',
+            param="text.format.type",
+        )
     return chat
 
 
@@ -215,8 +250,7 @@ def _json_schema(form: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise invalid("`text.format.schema` must be an object", param="text.format.schema")
     json_schema: dict[str, Any] = {"name": name, "schema": schema}
-    for field, kinds, expected in (("strict", bool, "a boolean"),
-                                   ("description", str, "a string")):  # fmt: skip
+    for field, kinds, expected in (("strict", bool, "a boolean"), ("description", str, "a string")):
         value = form.get(field)
         if value is None:
             continue
@@ -229,8 +263,14 @@ def _json_schema(form: dict[str, Any]) -> dict[str, Any]:
 
 def response_envelope(caller: Caller, model: str | None, echo: dict[str, Any]) -> dict[str, Any]:
     """The fields of a `response` object that do not depend on the answer."""
-    return {"id": f"resp_{caller.trace_id.hex}", "object": "response",
-            "created_at": caller.created, "model": model, "error": None, **echo}  # fmt: skip
+    return {
+        "id": f"resp_{caller.trace_id.hex}",
+        "object": "response",
+        "created_at": caller.created,
+        "model": model,
+        "error": None,
+        **echo,
+    }
 
 
 def to_response(chat: dict[str, Any], caller: Caller, echo: dict[str, Any]) -> dict[str, Any]:
@@ -238,23 +278,27 @@ def to_response(chat: dict[str, Any], caller: Caller, echo: dict[str, Any]) -> d
     message = choice.get("message") or {}
     output: list[dict[str, Any]] = []
     if message.get("content"):
-        output.append({
-            "type": "message",
-            "id": f"msg_{caller.trace_id.hex}",
-            "status": "completed",
-            "role": "assistant",
-            "content": [{"type": "output_text", "text": message["content"], "annotations": []}],
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "message",
+                "id": f"msg_{caller.trace_id.hex}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": message["content"], "annotations": []}],
+            }
+        )
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        output.append({
-            "type": "function_call",
-            "id": f"fc_{call.get('id', '')}",
-            "call_id": call.get("id", ""),
-            "name": function.get("name", ""),
-            "arguments": function.get("arguments", ""),
-            "status": "completed",
-        })  # fmt: skip
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{call.get('id', '')}",
+                "call_id": call.get("id", ""),
+                "name": function.get("name", ""),
+                "arguments": function.get("arguments", ""),
+                "status": "completed",
+            }
+        )
     status, incomplete = finished_state(choice.get("finish_reason"))
     return {
         **response_envelope(caller, chat.get("model"), echo),

@@ -59,10 +59,21 @@ class _Item:
         joined = "".join(self.chunks) if status != "in_progress" else ""
         if self.kind == "message":
             content = [] if status == "in_progress" else [_text_part(joined)]
-            return {"type": "message", "id": self.id, "status": status, "role": "assistant",
-                    "content": content}  # fmt: skip
-        return {"type": "function_call", "id": self.id, "call_id": self.call_id,
-                "name": self.name, "arguments": joined, "status": status}  # fmt: skip
+            return {
+                "type": "message",
+                "id": self.id,
+                "status": status,
+                "role": "assistant",
+                "content": content,
+            }
+        return {
+            "type": "function_call",
+            "id": self.id,
+            "call_id": self.call_id,
+            "name": self.name,
+            "arguments": joined,
+            "status": status,
+        }
 
 
 def _text_part(text: str) -> dict[str, Any]:
@@ -105,8 +116,10 @@ class ResponsesStream:
 
     def opening(self) -> list[bytes]:
         response = self._response(finished=False)
-        return [self._event("response.created", response=response),
-                self._event("response.in_progress", response=response)]  # fmt: skip
+        return [
+            self._event("response.created", response=response),
+            self._event("response.in_progress", response=response),
+        ]
 
     def feed(self, payload: dict[str, Any]) -> list[bytes]:
         """One chat.completion.chunk -> Responses events."""
@@ -134,9 +147,15 @@ class ResponsesStream:
             item = _Item("message", id=self.message_id + (f"_{count}" if count else ""))
             out.extend(self._announce(item))
         item.chunks.append(text)
-        out.append(self._event("response.output_text.delta", item_id=item.id,
-                               output_index=item.output_index, content_index=0,
-                               delta=text))  # fmt: skip
+        out.append(
+            self._event(
+                "response.output_text.delta",
+                item_id=item.id,
+                output_index=item.output_index,
+                content_index=0,
+                delta=text,
+            )
+        )
         return out
 
     def _call_delta(self, call: dict[str, Any]) -> list[bytes]:
@@ -164,12 +183,23 @@ class ResponsesStream:
         item.output_index = len(self.items)
         self.items.append(item)
         self.open = item
-        out = [self._event("response.output_item.added", output_index=item.output_index,
-                           item=item.as_output("in_progress"))]  # fmt: skip
+        out = [
+            self._event(
+                "response.output_item.added",
+                output_index=item.output_index,
+                item=item.as_output("in_progress"),
+            )
+        ]
         if item.kind == "message":
-            out.append(self._event("response.content_part.added", item_id=item.id,
-                                   output_index=item.output_index, content_index=0,
-                                   part=_text_part("")))  # fmt: skip
+            out.append(
+                self._event(
+                    "response.content_part.added",
+                    item_id=item.id,
+                    output_index=item.output_index,
+                    content_index=0,
+                    part=_text_part(""),
+                )
+            )
         return out
 
     def _flush(self, item: _Item) -> list[bytes]:
@@ -177,8 +207,14 @@ class ResponsesStream:
         item.sent = len(item.chunks)
         if not pending:
             return []
-        return [self._event("response.function_call_arguments.delta", item_id=item.id,
-                            output_index=item.output_index, delta=pending)]  # fmt: skip
+        return [
+            self._event(
+                "response.function_call_arguments.delta",
+                item_id=item.id,
+                output_index=item.output_index,
+                delta=pending,
+            )
+        ]
 
     def _finish_open(self) -> list[bytes]:
         item, self.open = self.open, None
@@ -188,15 +224,22 @@ class ResponsesStream:
         ids = {"item_id": item.id, "output_index": item.output_index}
         if item.kind == "message":
             part = done["content"][0]
-            out = [self._event("response.output_text.done", **ids, content_index=0,
-                               text=part["text"]),
-                   self._event("response.content_part.done", **ids, content_index=0,
-                               part=part)]  # fmt: skip
+            out = [
+                self._event("response.output_text.done", **ids, content_index=0, text=part["text"]),
+                self._event("response.content_part.done", **ids, content_index=0, part=part),
+            ]
         else:
-            out = [self._event("response.function_call_arguments.done", **ids,
-                               name=item.name, arguments=done["arguments"])]  # fmt: skip
-        out.append(self._event("response.output_item.done", output_index=item.output_index,
-                               item=done))  # fmt: skip
+            out = [
+                self._event(
+                    "response.function_call_arguments.done",
+                    **ids,
+                    name=item.name,
+                    arguments=done["arguments"],
+                )
+            ]
+        out.append(
+            self._event("response.output_item.done", output_index=item.output_index, item=done)
+        )
         return out
 
     def error(self, payload: dict[str, Any]) -> bytes:
@@ -205,8 +248,9 @@ class ResponsesStream:
         error = error if isinstance(error, dict) else {}
         # The chat path's error frame holds the gateway's code and a scrubbed message;
         # it names no field of the Responses request.
-        return self._event("error", code=error.get("code"), message=error.get("message", ""),
-                           param=None)  # fmt: skip
+        return self._event(
+            "error", code=error.get("code"), message=error.get("message", ""), param=None
+        )
 
     def closing(self) -> list[bytes]:
         out = self._finish_open()

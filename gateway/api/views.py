@@ -146,8 +146,14 @@ async def model_detail(request: HttpRequest, model_id: str) -> HttpResponseBase:
         return render_error(error)
     model = find_model(snap, workspace, key, model_id)
     if model is None:
-        return render_error(ApiError(404, f"The model `{model_id[:200]}` does not exist.",
-                                     code="model_not_found", param="model"))  # fmt: skip
+        return render_error(
+            ApiError(
+                404,
+                f"The model `{model_id[:200]}` does not exist.",
+                code="model_not_found",
+                param="model",
+            )
+        )
     return json_response(model)
 
 

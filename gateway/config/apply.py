@@ -55,9 +55,19 @@ from workspaces.secrets import DecryptionError, Sealed, owner_aad, seal, unseal
 __all__ = ["KINDS", "ApplyReport", "KindCounts", "apply_config", "export_config"]
 
 KINDS = (
-    "provider", "model", "endpoint", "virtual_model", "workspace", "policy", "credential",
-    "preset", "key", "route", "budget", "limit",
-)  # fmt: skip
+    "provider",
+    "model",
+    "endpoint",
+    "virtual_model",
+    "workspace",
+    "policy",
+    "credential",
+    "preset",
+    "key",
+    "route",
+    "budget",
+    "limit",
+)
 ACTION = "config.apply"
 
 
@@ -169,9 +179,14 @@ def workspace_section(slug: str, name: str, section: str, value: Any) -> dict[st
 
 
 def apply_config(
-    data: Mapping[str, Any] | None, *, actor: str, environ: Mapping[str, str] = os.environ,
-    target: str = "", dry_run: bool = False, deploy: bool = False,
-) -> ApplyReport:  # fmt: skip
+    data: Mapping[str, Any] | None,
+    *,
+    actor: str,
+    environ: Mapping[str, str] = os.environ,
+    target: str = "",
+    dry_run: bool = False,
+    deploy: bool = False,
+) -> ApplyReport:
     """Validate `data` (parsed YAML), then create/update everything in one transaction.
 
     Raises `gateway.config.fields.ConfigError` with every problem and writes nothing when the file
@@ -198,15 +213,32 @@ def parse(data: Mapping[str, Any] | None, *, environ: Mapping[str, str] = os.env
 
 def _record_events(tally: _Tally, report: ApplyReport, *, actor: str, target: str) -> None:
     """The run's event (no workspace), then one per workspace whose rows changed."""
-    run = {"counts": report.as_dict(), "changes": list(report.changes),
-           "objects": tally.objects.get(None, [])}  # fmt: skip
-    record_event(actor=actor, workspace=None, action=ACTION, target=target,
-                 before=None, after=None, extra=run)  # fmt: skip
+    run = {
+        "counts": report.as_dict(),
+        "changes": list(report.changes),
+        "objects": tally.objects.get(None, []),
+    }
+    record_event(
+        actor=actor,
+        workspace=None,
+        action=ACTION,
+        target=target,
+        before=None,
+        after=None,
+        extra=run,
+    )
     slugs = [slug for slug in tally.objects if slug is not None]
     workspaces = Workspace.objects.in_bulk(slugs, field_name="slug")
     for slug in slugs:
-        record_event(actor=actor, workspace=workspaces[slug], action=ACTION, target=target,
-                     before=None, after=None, extra={"objects": tally.objects[slug]})  # fmt: skip
+        record_event(
+            actor=actor,
+            workspace=workspaces[slug],
+            action=ACTION,
+            target=target,
+            before=None,
+            after=None,
+            extra={"objects": tally.objects[slug]},
+        )
 
 
 def _existing() -> Existing:
@@ -215,8 +247,9 @@ def _existing() -> Existing:
         for slug, targets in VirtualModel.objects.values_list("slug", "targets")
         if isinstance(targets, list)
     }
-    aliases = {slug: tuple(names) for slug, names in CatalogModel.objects.values_list(
-        "slug", "aliases")}  # fmt: skip
+    aliases = {
+        slug: tuple(names) for slug, names in CatalogModel.objects.values_list("slug", "aliases")
+    }
     return Existing(
         providers=frozenset(Provider.objects.values_list("slug", flat=True)),
         models=frozenset(aliases),
@@ -240,9 +273,13 @@ _Sealer = Callable[[models.Model], tuple[bytes | None, bytes] | None]
 
 
 def _upsert(
-    tally: _Tally, which: _Row, row: models.Model | None,
-    factory: Callable[[], models.Model], values: Mapping[str, Any], sealer: _Sealer | None = None,
-) -> Any:  # fmt: skip
+    tally: _Tally,
+    which: _Row,
+    row: models.Model | None,
+    factory: Callable[[], models.Model],
+    values: Mapping[str, Any],
+    sealer: _Sealer | None = None,
+) -> Any:
     """Create `row` (via `factory`) or update the fields of `values` that differ; save
     only when something changed, and tally the before/after of what did."""
     created = row is None

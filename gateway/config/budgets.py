@@ -34,8 +34,10 @@ def parse_budgets(workspace: Fields) -> tuple[BudgetSpec, ...] | None:
     seen: dict[str, int] = {}
     for index, spec in enumerate(specs):
         if spec.period in seen:
-            workspace.issues.add(f"{workspace.at('budgets')}[{index}].period",
-                                 f"a second {spec.period} budget (one per period)")  # fmt: skip
+            workspace.issues.add(
+                f"{workspace.at('budgets')}[{index}].period",
+                f"a second {spec.period} budget (one per period)",
+            )
         seen[spec.period] = index
     return tuple(specs)
 

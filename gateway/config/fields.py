@@ -102,9 +102,14 @@ class Fields:
         return _MISSING
 
     def text(
-        self, key: str, *, default: Any = _MISSING, pattern: re.Pattern[str] | None = None,
-        hint: str = "", max_length: int = 200,
-    ) -> str:  # fmt: skip
+        self,
+        key: str,
+        *,
+        default: Any = _MISSING,
+        pattern: re.Pattern[str] | None = None,
+        hint: str = "",
+        max_length: int = 200,
+    ) -> str:
         value = self._value(key, default)
         if value is _MISSING:
             return "" if default is _MISSING else default
@@ -140,9 +145,13 @@ class Fields:
         return value
 
     def integer(
-        self, key: str, *, default: Any = _MISSING, minimum: int = 1,
+        self,
+        key: str,
+        *,
+        default: Any = _MISSING,
+        minimum: int = 1,
         maximum: int = POSITIVE_INT_MAX,
-    ) -> int:  # fmt: skip
+    ) -> int:
         value = self._value(key, default)
         if value is _MISSING:
             return 0 if default is _MISSING else default
@@ -157,9 +166,15 @@ class Fields:
         return 0
 
     def number(
-        self, key: str, *, default: Any = _MISSING, minimum: float | None = 0.0,
-        maximum: float | None = None, exclusive_minimum: bool = False, nullable: bool = False,
-    ) -> float | None:  # fmt: skip
+        self,
+        key: str,
+        *,
+        default: Any = _MISSING,
+        minimum: float | None = 0.0,
+        maximum: float | None = None,
+        exclusive_minimum: bool = False,
+        nullable: bool = False,
+    ) -> float | None:
         value = self._value(key, default)
         if value is _MISSING:
             return 0.0 if default is _MISSING else default
@@ -196,9 +211,13 @@ class Fields:
         return amount
 
     def texts(
-        self, key: str, *, choices: Sequence[str] | None = None,
-        pattern: re.Pattern[str] | None = None, hint: str = "",
-    ) -> tuple[str, ...]:  # fmt: skip
+        self,
+        key: str,
+        *,
+        choices: Sequence[str] | None = None,
+        pattern: re.Pattern[str] | None = None,
+        hint: str = "",
+    ) -> tuple[str, ...]:
         """A list of strings (optional, default empty), each checked against choices/pattern."""
         result: list[str] = []
         for path, item in self.items(key, default=()):

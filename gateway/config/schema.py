@@ -48,13 +48,31 @@ __all__ = ["ConfigError", "Existing", "Vocabulary", "parse_config"]
 SECTIONS = ("providers", "models", "endpoints", "virtual_models", "workspaces")
 PROVIDER_KEYS = ("slug", "name", "api_style", "base_url", "api_key", "api_key_env")
 MODEL_KEYS = (
-    "slug", "aliases", "capabilities", "context_window", "parameters_b", "strong_languages",
-    "task_tags", "documentation_completeness", "version", "benchmarks",
-)  # fmt: skip
+    "slug",
+    "aliases",
+    "capabilities",
+    "context_window",
+    "parameters_b",
+    "strong_languages",
+    "task_tags",
+    "documentation_completeness",
+    "version",
+    "benchmarks",
+)
 ENDPOINT_KEYS = (
-    "id", "provider", "model", "upstream_model", "region", "base_url", "price", "status",
-    "sovereignty_class", "partner", "timeouts", "data_classes",
-)  # fmt: skip
+    "id",
+    "provider",
+    "model",
+    "upstream_model",
+    "region",
+    "base_url",
+    "price",
+    "status",
+    "sovereignty_class",
+    "partner",
+    "timeouts",
+    "data_classes",
+)
 VIRTUAL_MODEL_KEYS = ("slug", "strategy", "targets", "objective", "min_weight_fraction")
 ADAPTIVE_OBJECTIVES = OBJECTIVES  # SPEC R-EXE-5, the engine's list
 DEFAULT_CONTEXT_WINDOW = 8192  # the Model column's default
@@ -63,9 +81,12 @@ NAME_HINT = "a name (letters, digits and . _ : / -, starting with a letter or di
 
 
 def parse_config(
-    data: object, *, vocabulary: Vocabulary, existing: Existing | None = None,
+    data: object,
+    *,
+    vocabulary: Vocabulary,
+    existing: Existing | None = None,
     environ: Mapping[str, str] | None = None,
-) -> Config:  # fmt: skip
+) -> Config:
     """Validate `data` (what `yaml.safe_load` returned; None for an empty file).
 
     Raises `ConfigError` listing every problem; otherwise every value is checked and every
@@ -102,8 +123,9 @@ def _catalog(raw: Mapping[Any, Any], known: Known, existing: Existing) -> Catalo
     for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, Mapping) and isinstance(entry.get("slug"), str):
             listed = entry.get("aliases")
-            aliases[entry["slug"]] = tuple(a for a in listed if isinstance(a, str)) if isinstance(
-                listed, list) else ()  # fmt: skip
+            aliases[entry["slug"]] = (
+                tuple(a for a in listed if isinstance(a, str)) if isinstance(listed, list) else ()
+            )
     for slug in known.models:
         aliases.setdefault(slug, ())
     return CatalogNames(
@@ -258,10 +280,12 @@ def _virtual_models(
         strategy = fields.choice("strategy", vocabulary.virtual_strategies, default="round_robin")
         specs.append(
             VirtualModelSpec(
-                slug=slug, strategy=strategy, targets=tuple(targets),
+                slug=slug,
+                strategy=strategy,
+                targets=tuple(targets),
                 adaptive=_adaptive_options(fields, strategy),
             )
-        )  # fmt: skip
+        )
     check_unique(root.issues, [(f"virtual_models[{i}].slug", s.slug) for i, s in enumerate(specs)])
     _check_cycles(root.issues, specs, existing)
     return tuple(specs)

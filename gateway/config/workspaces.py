@@ -47,28 +47,57 @@ from routing.engine.tiers import choose as tiers
 from workspaces.retention import DEFAULT_RETENTION, RETENTION, RETENTION_HINT
 
 WORKSPACE_KEYS = (
-    "slug", "name", "policy", "credentials", "smart_routing", "auto_router", "presets", "keys",
-    "routes", "budgets", "limits",
-)  # fmt: skip
+    "slug",
+    "name",
+    "policy",
+    "credentials",
+    "smart_routing",
+    "auto_router",
+    "presets",
+    "keys",
+    "routes",
+    "budgets",
+    "limits",
+)
 POLICY_KEYS = (
-    "allowed_residency", "allowed_regions", "provider_allow", "provider_deny", "model_allow",
-    "model_deny", "partners", "max_price", "retention", "data_classes", "daily_budget",
-    "routing_mode", "max_attempts", "timeouts", "cooldown",
-)  # fmt: skip
+    "allowed_residency",
+    "allowed_regions",
+    "provider_allow",
+    "provider_deny",
+    "model_allow",
+    "model_deny",
+    "partners",
+    "max_price",
+    "retention",
+    "data_classes",
+    "daily_budget",
+    "routing_mode",
+    "max_attempts",
+    "timeouts",
+    "cooldown",
+)
 CREDENTIAL_KEYS = ("provider", "api_key", "api_key_env", "models", "managed_fallback")
 PRESET_KEYS = (
-    "slug", "allowed_models", "provider_allow", "provider_ignore", "default_prompt",
+    "slug",
+    "allowed_models",
+    "provider_allow",
+    "provider_ignore",
+    "default_prompt",
     "default_params",
-)  # fmt: skip
+)
 MAX_ATTEMPTS_LIMIT = 32767  # the column is a PositiveSmallIntegerField
 MAX_PROMPT_CHARS = 100_000
 DAILY_BUDGET_MAX_USD = 1e12  # as micro-dollars still far inside the BigIntegerField
 
 
 def parse_workspaces(
-    root: Fields, vocabulary: Vocabulary, known: Known, existing: Existing,
-    catalog: CatalogNames, environ: Mapping[str, str],
-) -> tuple[WorkspaceSpec, ...]:  # fmt: skip
+    root: Fields,
+    vocabulary: Vocabulary,
+    known: Known,
+    existing: Existing,
+    catalog: CatalogNames,
+    environ: Mapping[str, str],
+) -> tuple[WorkspaceSpec, ...]:
     """`catalog`: the names a route may use, the file's and the database's."""
     specs = []
     for path, raw in root.items("workspaces", default=()):

@@ -18,22 +18,32 @@ HARD_TEXT = (
 HARD = [{"role": "user", "content": HARD_TEXT}]
 REQUESTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("/chat/completions", {"model": "meta/llama-3.3-70b", "messages": HELLO}),
-    ("/chat/completions", {"model": "support", "messages": HELLO,
-                           "metadata": {"customer_plan": "pro"}}),
-    ("/chat/completions", {"model": "support", "messages": HELLO,
-                           "metadata": {"customer_plan": "free"}}),
+    (
+        "/chat/completions",
+        {"model": "support", "messages": HELLO, "metadata": {"customer_plan": "pro"}},
+    ),
+    (
+        "/chat/completions",
+        {"model": "support", "messages": HELLO, "metadata": {"customer_plan": "free"}},
+    ),
     ("/chat/completions", {"model": "normal", "messages": HELLO}),
     ("/chat/completions", {"model": "normal", "messages": HARD}),
     ("/chat/completions", {"model": "auto", "messages": HARD}),
-    ("/chat/completions", {"model": "meta/llama-3.3-70b", "messages": HELLO,
-                           "residency": "eu-owned"}),
-    ("/chat/completions", {"model": "anthropic/claude-sonnet-4", "messages": HELLO,
-                           "max_tokens": 40, "stream": True}),
+    (
+        "/chat/completions",
+        {"model": "meta/llama-3.3-70b", "messages": HELLO, "residency": "eu-owned"},
+    ),
+    (
+        "/chat/completions",
+        {"model": "anthropic/claude-sonnet-4", "messages": HELLO, "max_tokens": 40, "stream": True},
+    ),
     ("/embeddings", {"model": "openai/text-embedding-3-small", "input": "Hello"}),
     ("/chat/completions", {"model": "vendor/no-such-model", "messages": HELLO}),
-    ("/chat/completions", {"model": "anthropic/claude-sonnet-4", "messages": HELLO,
-                           "residency": "eu-owned"}),
-)  # fmt: skip
+    (
+        "/chat/completions",
+        {"model": "anthropic/claude-sonnet-4", "messages": HELLO, "residency": "eu-owned"},
+    ),
+)
 
 
 def send_demo_traffic(base_url: str, key: str, rounds: int = 3) -> tuple[int, int]:
@@ -47,6 +57,7 @@ def send_demo_traffic(base_url: str, key: str, rounds: int = 3) -> tuple[int, in
                     status = client.post(path, json=body).status_code
                 except httpx.HTTPError:
                     status = 0
-                answered, refused = (answered + 1, refused) if status == 200 else (
-                    answered, refused + 1)  # fmt: skip
+                answered, refused = (
+                    (answered + 1, refused) if status == 200 else (answered, refused + 1)
+                )
     return answered, refused

@@ -88,8 +88,16 @@ class Admission:
 
     async def _settle(self, cost_micros: int, tokens_used: int, now: float) -> None:
         assert self.stores is not None
-        back = GiveBack(self.limits, self.lease, self.tokens_reserved, tokens_used, self.hold,
-                        cost_micros, now, self.drawn)  # fmt: skip
+        back = GiveBack(
+            self.limits,
+            self.lease,
+            self.tokens_reserved,
+            tokens_used,
+            self.hold,
+            cost_micros,
+            now,
+            self.drawn,
+        )
         try:
             await self.stores.admitter.give_back(back)  # (it fires the alerts crossed)
         except (BudgetStoreUnavailable, LimitStoreUnavailable) as error:
@@ -102,9 +110,14 @@ NOTHING = Admission()
 
 
 async def admit(
-    caller: Caller, resolved: Resolved, models: Iterable[str | None], stores: AdmissionStores,
-    *, deadline_s: float, meanwhile: Meanwhile = None,
-) -> Admission:  # fmt: skip
+    caller: Caller,
+    resolved: Resolved,
+    models: Iterable[str | None],
+    stores: AdmissionStores,
+    *,
+    deadline_s: float,
+    meanwhile: Meanwhile = None,
+) -> Admission:
     """`meanwhile`: the request's own work, which a Redis store runs once the admission's
     calls are written, while Redis answers (gateway/admission/redis_admitter.py); it may not run
     at all (no budget or limit applies, another store, a busy worker): it only gets ahead."""
@@ -115,8 +128,13 @@ async def admit(
     now, request_id = caller.started_at, str(caller.trace_id)
     routing = resolved.routing
     tokens = routing.input_tokens + routing.output_tokens
-    admission = Admission(stores, limits=limits, tokens_reserved=tokens,
-                          input_tokens=routing.input_tokens, lease=request_id)  # fmt: skip
+    admission = Admission(
+        stores,
+        limits=limits,
+        tokens_reserved=tokens,
+        input_tokens=routing.input_tokens,
+        lease=request_id,
+    )
     hold = _hold(caller, rules, models, admission, deadline_s) if rules else None
     try:
         taken = await stores.admitter.take(limits, tokens, request_id, hold, now, meanwhile)
@@ -125,9 +143,12 @@ async def admit(
     if taken.limits is not None:
         if not taken.limits.admitted:
             metrics.ADMISSION_REFUSALS.labels("rate_limited").inc()
-            raise ApiError(429, _limit_message(taken.limits.refused), code="rate_limited",
-                           headers={**taken.limits.headers,
-                                    "Retry-After": str(taken.limits.retry_after_s)})  # fmt: skip
+            raise ApiError(
+                429,
+                _limit_message(taken.limits.refused),
+                code="rate_limited",
+                headers={**taken.limits.headers, "Retry-After": str(taken.limits.retry_after_s)},
+            )
         admission.headers.update(taken.limits.headers)
     if taken.budget is not None:
         remaining = {BUDGET_HEADER: usd(taken.budget.remaining_micros)}
@@ -135,8 +156,12 @@ async def admit(
             assert taken.budget.refused is not None
             assert hold is not None
             metrics.ADMISSION_REFUSALS.labels("budget_exceeded").inc()
-            raise ApiError(402, _budget_message(taken.budget.refused, hold.amount_micros),
-                           code="budget_exceeded", headers=remaining)  # fmt: skip
+            raise ApiError(
+                402,
+                _budget_message(taken.budget.refused, hold.amount_micros),
+                code="budget_exceeded",
+                headers=remaining,
+            )
         admission.hold = hold
         admission.headers.update(remaining)
     admission.drawn = taken.drawn
@@ -145,21 +170,32 @@ async def admit(
 
 def _unavailable() -> ApiError:
     metrics.ADMISSION_REFUSALS.labels("budget_store_unavailable").inc()
-    return ApiError(503, "Budgets and rate limits cannot be checked right now; the request "
-                    "was not sent.", code="budget_store_unavailable",
-                    headers={"Retry-After": "1"})  # fmt: skip
+    return ApiError(
+        503,
+        "Budgets and rate limits cannot be checked right now; the request was not sent.",
+        code="budget_store_unavailable",
+        headers={"Retry-After": "1"},
+    )
 
 
 def _hold(
-    caller: Caller, rules: tuple[BudgetRule, ...], models: Iterable[str | None],
-    admission: Admission, deadline_s: float,
-) -> Hold:  # fmt: skip
+    caller: Caller,
+    rules: tuple[BudgetRule, ...],
+    models: Iterable[str | None],
+    admission: Admission,
+    deadline_s: float,
+) -> Hold:
     """The reservation: the worst case (R-BEY-8) on every counter of `rules`."""
     now = caller.started_at
     output = admission.tokens_reserved - admission.input_tokens
     amount = worst_case_micros(admission.input_tokens, output, _reachable(caller, models))
-    return Hold(str(caller.trace_id), caller.workspace.id, charges(rules, now), amount,
-                now + deadline_s + SETTLE_MARGIN_S)  # fmt: skip
+    return Hold(
+        str(caller.trace_id),
+        caller.workspace.id,
+        charges(rules, now),
+        amount,
+        now + deadline_s + SETTLE_MARGIN_S,
+    )
 
 
 async def with_route_usage(
@@ -183,8 +219,9 @@ def _usage_periods(caller: Caller) -> tuple[str, ...]:
     if not caller.key.routes:
         return ()
     deployed = caller.workspace.routes
-    found = [p for slug in caller.key.routes
-             if (d := deployed.get(slug)) is not None for p in d.periods]  # fmt: skip
+    found = [
+        p for slug in caller.key.routes if (d := deployed.get(slug)) is not None for p in d.periods
+    ]
     return tuple(sorted(set(found))) if found else ()
 
 
@@ -219,8 +256,10 @@ def _reachable(caller: Caller, models: Iterable[str | None]) -> list[EndpointInf
 
 def _budget_message(refused: Charge, amount: int) -> str:
     rule = min(refused.rules, key=lambda r: r.limit_micros)
-    return (f"The {rule.label} budget of ${usd(rule.limit_micros)} does not cover this "
-            f"request's worst case of ${usd(amount)}.")  # fmt: skip
+    return (
+        f"The {rule.label} budget of ${usd(rule.limit_micros)} does not cover this "
+        f"request's worst case of ${usd(amount)}."
+    )
 
 
 def _limit_message(refused: str | None) -> str:

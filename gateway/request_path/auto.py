@@ -82,9 +82,13 @@ async def classify_auto(
 
 
 async def _ask_classifier(
-    caller: Caller, body: dict[str, Any], routing: RoutingRequest, model: str,
-    local: WorkloadVerdict, ask: ChildRequest,
-) -> tuple[WorkloadVerdict, dict[str, Any]]:  # fmt: skip
+    caller: Caller,
+    body: dict[str, Any],
+    routing: RoutingRequest,
+    model: str,
+    local: WorkloadVerdict,
+    ask: ChildRequest,
+) -> tuple[WorkloadVerdict, dict[str, Any]]:
     child = caller.child(PURPOSE)
     summary: dict[str, Any] = {"model": model, "trace_id": str(child.trace_id)}
     answer: list[WorkloadVerdict] = []
@@ -98,9 +102,12 @@ async def _ask_classifier(
 
     child_body = classifier_body(body, model)
     error_code = await ask(
-        child, child_body, lambda: _child_routing(caller, child_body, routing.data_class),
-        caller.workspace.auto.classifier_timeout_s, judge,
-    )  # fmt: skip
+        child,
+        child_body,
+        lambda: _child_routing(caller, child_body, routing.data_class),
+        caller.workspace.auto.classifier_timeout_s,
+        judge,
+    )
     summary["outcome"] = "ok" if answer else error_code
     if not answer:
         log.info("auto-router classifier %s failed (%s); local verdict used", model, error_code)

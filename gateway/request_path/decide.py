@@ -36,10 +36,14 @@ class Plan:
         snap = caller.snapshot
         pins = target_pins(resolved.session, resolved.routing, snap.virtual, state)
         chain = model_chain(
-            resolved.routing, Catalog(virtual=snap.virtual, endpoints=snap.endpoints),
-            live=state.live, adaptive=state.adaptive, round_robin=state.round_robin,
-            rng=self.rng, pins=pins,
-        )  # fmt: skip
+            resolved.routing,
+            Catalog(virtual=snap.virtual, endpoints=snap.endpoints),
+            live=state.live,
+            adaptive=state.adaptive,
+            round_robin=state.round_robin,
+            rng=self.rng,
+            pins=pins,
+        )
         self.models = chain.models
         self.effects = Effects(turns=list(chain.turns))
         count_target_pins(chain.pin_outcomes, self.effects)
@@ -64,9 +68,15 @@ class Plan:
         step = replace(routing, model=model)
         if routing.auto:
             decision = decide_auto(
-                snap.all_endpoints, step, policy, caller.workspace.auto, snap.endpoints.keys(),
-                state.live, self.rng, state.now,
-            )  # fmt: skip
+                snap.all_endpoints,
+                step,
+                policy,
+                caller.workspace.auto,
+                snap.endpoints.keys(),
+                state.live,
+                self.rng,
+                state.now,
+            )
         else:
             endpoints = snap.endpoints.get(model or "", ())
             decision = decide(endpoints, step, policy, state.live, self.rng, state.now)

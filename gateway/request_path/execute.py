@@ -80,9 +80,11 @@ async def execute_plan(
         attempt_list = decision.ordered[: max(1, min(policy.max_attempts, gateway.max_attempts))]
         targets = make_targets(caller, attempt_list, gateway, state)
         observer = AttemptObserver(
-            caller.workspace.cooldown, caller, workspace=caller.workspace,
+            caller.workspace.cooldown,
+            caller,
+            workspace=caller.workspace,
             uses_own=[target.own_credential for target in targets],
-        )  # fmt: skip
+        )
         outcome = await execute(
             upstream_client(),
             targets,
@@ -112,8 +114,13 @@ def upstream_failure(outcome: Outcome) -> ApiError:
     failures = outcome.failures or ([outcome.failure] if outcome.failure else [])
     attempts = {"attempts": [a.as_dict() for a in outcome.attempts]}
     if not failures:
-        return ApiError(503, "No upstream attempt was made.", code="upstream_unavailable",
-                        headers={"Retry-After": "1"}, extra=attempts)  # fmt: skip
+        return ApiError(
+            503,
+            "No upstream attempt was made.",
+            code="upstream_unavailable",
+            headers={"Retry-After": "1"},
+            extra=attempts,
+        )
     final = final_error(failures)
     last = failures[-1]
     if final.code == "upstream_rejected_request":
@@ -156,8 +163,12 @@ def _own_secret(caller: Caller, endpoint: EndpointInfo, own: CredentialEntry) ->
     try:
         return unseal(own.sealed, aad, settings.SWITCHYARD_ENCRYPTION_KEYS)
     except DecryptionError as exc:
-        log.error("workspace %s: its own %s credential does not decrypt: %s",
-                  caller.workspace.slug, endpoint.provider, exc)  # fmt: skip
+        log.error(
+            "workspace %s: its own %s credential does not decrypt: %s",
+            caller.workspace.slug,
+            endpoint.provider,
+            exc,
+        )
         return ""
 
 
@@ -169,8 +180,7 @@ def _managed_secret(caller: Caller, endpoint: EndpointInfo) -> str:
     try:
         return unseal(provider.managed, aad, settings.SWITCHYARD_ENCRYPTION_KEYS)
     except DecryptionError as exc:
-        log.error("managed credential for provider %s does not decrypt: %s",
-                  endpoint.provider, exc)  # fmt: skip
+        log.error("managed credential for provider %s does not decrypt: %s", endpoint.provider, exc)
         return ""
 
 

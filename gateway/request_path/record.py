@@ -103,8 +103,11 @@ def switchyard_block(
 def _route_columns(route: RouteChoice | None) -> dict[str, Any]:
     if route is None:
         return {}
-    return {"route": route.slug, "route_version": route.version,
-            "route_node": route.outcome.visited[-1].node}  # fmt: skip
+    return {
+        "route": route.slug,
+        "route_version": route.version,
+        "route_node": route.outcome.visited[-1].node,
+    }
 
 
 def _route_fields(route: RouteChoice | None) -> dict[str, Any]:

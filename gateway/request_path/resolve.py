@@ -150,14 +150,18 @@ def check_allowed(
     is never refused here: its candidates are narrowed instead."""
     if allowed is None:
         return
-    asked = ((tier.alias if tier else routing.model, "model"),
-             *((model, "models") for model in routing.fallbacks))  # fmt: skip
+    asked = (
+        (tier.alias if tier else routing.model, "model"),
+        *((model, "models") for model in routing.fallbacks),
+    )
     for model, param in asked:
         if model is not None and model not in allowed:
             raise ApiError(
-                403, f"This API key may not use the model `{model}`.",
-                code="model_not_allowed", param=param,
-            )  # fmt: skip
+                403,
+                f"This API key may not use the model `{model}`.",
+                code="model_not_allowed",
+                param=param,
+            )
 
 
 def route_seed(caller: Caller, headers: Mapping[str, str]) -> int:

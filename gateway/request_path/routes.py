@@ -41,10 +41,20 @@ from routing.engine.types import AUTO_ALIASES, RoutingRequest
 REJECT_CODES = {402: "budget_exceeded", 429: "rate_limited", 403: "route_rejected"}
 # What a trace keeps of a routed key's request for replay (R-BEY-3): decision inputs only.
 # Body fields that carry content are never kept, nor headers that carry credentials.
-CONTENT_FIELDS = frozenset({
-    "messages", "input", "prompt", "instructions", "system", "tools", "tool_choice",
-    "response_format", "functions", "logit_bias",
-})  # fmt: skip
+CONTENT_FIELDS = frozenset(
+    {
+        "messages",
+        "input",
+        "prompt",
+        "instructions",
+        "system",
+        "tools",
+        "tool_choice",
+        "response_format",
+        "functions",
+        "logit_bias",
+    }
+)
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "cookie", "proxy-authorization"})
 # Entries kept of the body, the headers and the metadata each, and characters of each. At
 # least what the API admits of metadata (16 pairs of 512 characters, resolve.py), so that a
@@ -74,8 +84,11 @@ class RouteChoice:
         """The decision record's `route` (R-BEY-1): the nodes visited with why each exit
         was taken, the model chosen and whether it overrode the auto router."""
         node = self.node
-        model = None if node is None else (self.requested_model if node.model == REQUESTED
-                                           else node.model)  # fmt: skip
+        model = (
+            None
+            if node is None
+            else (self.requested_model if node.model == REQUESTED else node.model)
+        )
         return {
             "slug": self.slug,
             "version": self.version,
@@ -98,8 +111,7 @@ class RouteRejected(ApiError):
             period = choice.outcome.refused_period
             wait = seconds_until_reset(period, now) if period else DEFAULT_RETRY_AFTER_S
             headers["Retry-After"] = str(wait)
-        super().__init__(node.status, node.message, code=REJECT_CODES[node.status],
-                         headers=headers)  # fmt: skip
+        super().__init__(node.status, node.message, code=REJECT_CODES[node.status], headers=headers)
         self.route = choice
         self.inputs: dict[str, Any] | None = None  # set by the resolve step, for the trace
 
@@ -177,12 +189,17 @@ def route_inputs(
         "prompt_cache_key": facts.prompt_cache_key,
         "seed": facts.seed,
         "body": _bounded({k: v for k, v in body.items() if k not in CONTENT_FIELDS}),
-        "headers": _bounded({name.lower(): facts.headers[name] for name in facts.headers
-                             if name[:2].lower() == "x-" and name.lower() not in SECRET_HEADERS}),
+        "headers": _bounded(
+            {
+                name.lower(): facts.headers[name]
+                for name in facts.headers
+                if name[:2].lower() == "x-" and name.lower() not in SECRET_HEADERS
+            }
+        ),
         "metadata": _bounded(facts.metadata),
         "provider": provider if kept_provider else None,
         "usage": usage,  # {period: [requests, cost_micros]}
-    }  # fmt: skip
+    }
 
 
 def _bounded(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -217,8 +234,13 @@ def adjust(routing: RoutingRequest, choice: RouteChoice | None) -> RoutingReques
 
 def _adjusts(node: ModelNode) -> bool:
     """False for a node that only names its model (and fallbacks): most of them."""
-    return not (node.mode is None and node.provider is None and node.allow_fallbacks
-                and node.session_affinity is None and node.cache_affinity is None)  # fmt: skip
+    return not (
+        node.mode is None
+        and node.provider is None
+        and node.allow_fallbacks
+        and node.session_affinity is None
+        and node.cache_affinity is None
+    )
 
 
 def _requested_model(body: Mapping[str, Any]) -> str | None:
@@ -244,8 +266,9 @@ def _handling(caller: Caller, requested_model: str) -> tuple[Route, int] | None:
             found = entry.route, entry.version
             break
     if broken is not None:
-        raise ApiError(503, f"Route `{broken.slug}` cannot be used: {broken.problem}",
-                       code="route_unavailable")  # fmt: skip
+        raise ApiError(
+            503, f"Route `{broken.slug}` cannot be used: {broken.problem}", code="route_unavailable"
+        )
     return found
 
 

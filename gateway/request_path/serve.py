@@ -68,18 +68,27 @@ async def serve(request: HttpRequest, operation: Operation) -> HttpResponseBase:
             # Recorded a moment later: when thousands of clients hang up at once, every
             # upstream connection is closed first, the bookkeeping follows (bench/flood.py).
             asyncio.get_running_loop().call_later(
-                DEFERRED_RECORD_S, lambda: apply(finish(
-                    caller, record, status=CLIENT_CLOSED_REQUEST,
-                    error_code="drain_deadline" if drain.current.cut else "client_disconnected"))
-            )  # fmt: skip
+                DEFERRED_RECORD_S,
+                lambda: apply(
+                    finish(
+                        caller,
+                        record,
+                        status=CLIENT_CLOSED_REQUEST,
+                        error_code="drain_deadline" if drain.current.cut else "client_disconnected",
+                    )
+                ),
+            )
         raise
     return add_headers(response, caller.trace_id, record)
 
 
 async def serve_as(
-    request: HttpRequest, operation: Operation, workspace_id: int, lookup_id: str,
+    request: HttpRequest,
+    operation: Operation,
+    workspace_id: int,
+    lookup_id: str,
     body: dict[str, Any],
-) -> HttpResponseBase:  # fmt: skip
+) -> HttpResponseBase:
     """A dry run (explain) for the key `lookup_id` of workspace `workspace_id`, without its
     secret: the console's explain playground, whose caller is a signed-in member the
     console has already allowed (console/explain_views.py). Only a dry run may be served
@@ -94,8 +103,13 @@ async def serve_as(
         return operation.render_error(
             ApiError(404, "No such active key in this workspace.", code="key_not_found")
         )
-    caller = Caller(request_id=request.request_id,  # type: ignore[attr-defined]
-                    snapshot=snap, key=key, workspace=workspace, started_at=now)  # fmt: skip
+    caller = Caller(
+        request_id=request.request_id,  # type: ignore[attr-defined]
+        snapshot=snap,
+        key=key,
+        workspace=workspace,
+        started_at=now,
+    )
     try:
         return await _steps(request, operation, caller, RequestRecord(operation.name), body)
     except ApiError as error:
@@ -136,10 +150,16 @@ async def _steps(
     record.admission_headers = admission.headers
     try:
         outcome = await execute_plan(  # 6
-            caller, record, plan, resolved.body, stream=parsed.stream, apply=apply,
-            native=None if parsed.native is None else native_for(caller, parsed.native,
-                                                                 request.headers),
-        )  # fmt: skip
+            caller,
+            record,
+            plan,
+            resolved.body,
+            stream=parsed.stream,
+            apply=apply,
+            native=None
+            if parsed.native is None
+            else native_for(caller, parsed.native, request.headers),
+        )
     except ApiError:
         admission.settle(0, 0, caller.now())  # every attempt failed: nothing was answered
         raise
@@ -156,10 +176,12 @@ def native_for(caller: Caller, body: dict[str, Any], headers: Mapping[str, str])
     defaults where it is silent (as resolve fills them into the chat body, R-PRE-1)."""
     preset = caller.key.preset
     return native_request(
-        body, headers, message_id=caller.message_id,
+        body,
+        headers,
+        message_id=caller.message_id,
         default_prompt=preset.default_prompt if preset else "",
         default_params=preset.default_params if preset else None,
-    )  # fmt: skip
+    )
 
 
 def _recorder(caller: Caller, record: RequestRecord, admission: Admission) -> Finish:
@@ -174,8 +196,9 @@ def _recorder(caller: Caller, record: RequestRecord, admission: Admission) -> Fi
     def record_now(elapsed_s: float, outcome: dict[str, Any]) -> None:
         streamed_chars = outcome.pop("streamed_chars", 0)
         usage, target = outcome.get("usage"), outcome.get("target")
-        cost = admission.cost_of(cost_micros(usage, target),
-                                 target.endpoint if target else None, streamed_chars)  # fmt: skip
+        cost = admission.cost_of(
+            cost_micros(usage, target), target.endpoint if target else None, streamed_chars
+        )
         admission.settle(cost, tokens_used(usage, admission), caller.started_at + elapsed_s)
         apply(finish(caller, record, elapsed_s=elapsed_s, **outcome))
 
@@ -240,17 +263,27 @@ async def decide_only(
 
 
 async def _decided(
-    request: HttpRequest, operation: Operation, caller: Caller, parsed: Parsed,
-    effects: Effects, ask: ChildRequest | None,
-) -> tuple[Resolved, Plan]:  # fmt: skip
+    request: HttpRequest,
+    operation: Operation,
+    caller: Caller,
+    parsed: Parsed,
+    effects: Effects,
+    ask: ChildRequest | None,
+) -> tuple[Resolved, Plan]:
     """Steps 3 and 4: the request resolved and planned against the process's state, read
     once here. `effects` collects what resolving would change (applied by the caller, or
     never); `ask` serves the auto router's classifier (None: no model is called)."""
     state = request_state.read(caller.started_at, caller)
     state = await with_route_usage(state, caller, admission_state.stores())
     resolved = await resolve_request(
-        caller, parsed.body, request.headers, state, effects,
-        operation=operation.routes_as, route_operation=operation.route_name,
-        smart=operation.smart, ask=ask,
-    )  # fmt: skip
+        caller,
+        parsed.body,
+        request.headers,
+        state,
+        effects,
+        operation=operation.routes_as,
+        route_operation=operation.route_name,
+        smart=operation.smart,
+        ask=ask,
+    )
     return resolved, Plan(caller, resolved, state)

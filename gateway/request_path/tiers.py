@@ -72,9 +72,12 @@ def apply_tiers(
     if config is None or not isinstance(requested, str) or requested not in config.aliases:
         return body, None
     session_key, _source = detect_session(
-        headers, body, workspace_id=caller.workspace.id, api_key_id=caller.key.pk,
+        headers,
+        body,
+        workspace_id=caller.workspace.id,
+        api_key_id=caller.key.pk,
         model=requested,
-    )  # fmt: skip
+    )
     pins = _PinWrites(state.tier_pins, effects)
     key = pin_key(requested, session_key) if session_key is not None else None
     was_hard = key is not None and pins.get(key, state.now) == HARD

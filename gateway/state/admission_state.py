@@ -19,11 +19,15 @@ def stores() -> AdmissionStores:
     if _stores is None:
         kind = choose_kind(settings.ADMISSION_STORE, settings.REDIS_URL, connection.vendor)
         _stores = create_stores(
-            kind, redis_url=settings.REDIS_URL, prefix=settings.SHARED_STATE_PREFIX,
-            lease_ttl_s=settings.GATEWAY.total_timeout_s + 60, run_sync=in_db_thread,
+            kind,
+            redis_url=settings.REDIS_URL,
+            prefix=settings.SHARED_STATE_PREFIX,
+            lease_ttl_s=settings.GATEWAY.total_timeout_s + 60,
+            run_sync=in_db_thread,
             flush_s=settings.GATEWAY.trace_flush_s,
-            allowance_requests=settings.ALLOWANCE_REQUESTS, cluster=settings.REDIS_CLUSTER,
-        )  # fmt: skip
+            allowance_requests=settings.ALLOWANCE_REQUESTS,
+            cluster=settings.REDIS_CLUSTER,
+        )
     return _stores
 
 

@@ -62,8 +62,9 @@ async def tick() -> None:
         failed: Exception | None = None
         for live, series, (since, upto, windows) in taken:
             try:
-                share_series(live, slice_store(series), Slice(WORKER_ID, now, upto, windows),
-                             since, now)  # fmt: skip
+                share_series(
+                    live, slice_store(series), Slice(WORKER_ID, now, upto, windows), since, now
+                )
             except Exception as error:
                 failed = failed or error
         if failed is not None:

@@ -186,8 +186,11 @@ class Effects:
         self.samples.append((metric, labels, value))
 
 
-_PIN_STORES = {"session": runtime.session_pins, "cache": runtime.cache_pins,
-               "warm": runtime.warm_targets}  # fmt: skip
+_PIN_STORES = {
+    "session": runtime.session_pins,
+    "cache": runtime.cache_pins,
+    "warm": runtime.warm_targets,
+}
 
 
 def apply(effects: Effects) -> None:
@@ -286,9 +289,13 @@ class AttemptObserver:
         if failure.kind in NOT_THE_ENDPOINTS:
             return
         started = cooldowns.failure(
-            endpoint.id, failure.http_status, self.clock.now(), failure.retry_after,
-            base_s=self.cooldown.get("base_s"), max_s=self.cooldown.get("max_s"),
-        )  # fmt: skip
+            endpoint.id,
+            failure.http_status,
+            self.clock.now(),
+            failure.retry_after,
+            base_s=self.cooldown.get("base_s"),
+            max_s=self.cooldown.get("max_s"),
+        )
         if started is not None:
             metrics.COOLDOWNS.labels(endpoint.provider, endpoint.id, started.reason).inc()
 
@@ -304,15 +311,24 @@ class AttemptObserver:
         else:
             reason = f"http_{failure.http_status}"
         started = credentials.failure(
-            workspace.id, endpoint.provider, reason, failure.http_status,
-            self.clock.now(), failure.retry_after,
-            base_s=self.cooldown.get("base_s"), max_s=self.cooldown.get("max_s"),
-        )  # fmt: skip
+            workspace.id,
+            endpoint.provider,
+            reason,
+            failure.http_status,
+            self.clock.now(),
+            failure.retry_after,
+            base_s=self.cooldown.get("base_s"),
+            max_s=self.cooldown.get("max_s"),
+        )
         if started is not None:  # names the workspace and provider only, never the key
             log.warning(
                 "workspace %s: its own %s credential cools for %.0f s (%s, %s)",
-                workspace.slug, endpoint.provider, started.seconds, reason, started.reason,
-            )  # fmt: skip
+                workspace.slug,
+                endpoint.provider,
+                started.seconds,
+                reason,
+                started.reason,
+            )
 
 
 async def current_snapshot() -> Snapshot:
@@ -378,8 +394,13 @@ def _live_numbers(found: SeriesStats | None) -> dict[str, object]:
     of them that failed against reliability (R-EXE-4: not 429s, not geo-blocks), latency
     and streams' time to first token. 0 and nulls while it has no attempt in the window."""
     if found is None:
-        return {"requests": 0, "error_rate": None, "latency_p50_ms": None,
-                "latency_p99_ms": None, "ttft_p50_ms": None}  # fmt: skip
+        return {
+            "requests": 0,
+            "error_rate": None,
+            "latency_p50_ms": None,
+            "latency_p99_ms": None,
+            "ttft_p50_ms": None,
+        }
     stats = found.stats
     return {
         "requests": stats.samples,

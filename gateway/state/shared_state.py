@@ -146,9 +146,11 @@ class SharedState:
                 redis.RedisCluster.from_url if self.cluster else redis.from_url
             )
             client = connect(
-                self.url, socket_connect_timeout=CONNECT_TIMEOUT_S,
-                socket_timeout=COMMAND_TIMEOUT_S, health_check_interval=30,
-            )  # fmt: skip
+                self.url,
+                socket_connect_timeout=CONNECT_TIMEOUT_S,
+                socket_timeout=COMMAND_TIMEOUT_S,
+                health_check_interval=30,
+            )
             self._tasks = [
                 loop.create_task(self._write_forever(client), name="shared-state-writer"),
                 loop.create_task(self._read_forever(client), name="shared-state-reader"),
@@ -262,10 +264,15 @@ class SharedState:
                     self._apply(raw)
 
     def _record(self, change: Change) -> bytes:
-        return orjson.dumps({
-            "node": self.node_id, "store": change.store, "key": change.key,
-            "value": change.value, "until": change.until,
-        })  # fmt: skip
+        return orjson.dumps(
+            {
+                "node": self.node_id,
+                "store": change.store,
+                "key": change.key,
+                "value": change.value,
+                "until": change.until,
+            }
+        )
 
     def _apply(self, raw: bytes) -> None:
         """Apply another replica's record; this node's own are skipped, also on a reload
@@ -285,8 +292,10 @@ class SharedState:
             self._down = True
             log.warning(
                 "shared state: Redis unreachable (%s); cooldowns and pins stay local to this "
-                "replica until it is back, retrying every %.0f s", error, RETRY_S,
-            )  # fmt: skip
+                "replica until it is back, retrying every %.0f s",
+                error,
+                RETRY_S,
+            )
 
     def _came_back(self) -> None:
         if self._down:
@@ -299,8 +308,15 @@ def announce_config_change(url: str, prefix: str, *, cluster: bool = False) -> N
     writer is a management command or a management API view). The replicas' readers
     check their snapshot's version stamp at once; Redis down, they notice at their next
     poll (SWITCHYARD_SNAPSHOT_POLL_S) as without Redis."""
-    record = orjson.dumps({"node": "writer", "store": CONFIG, "key": "version", "value": "",
-                           "until": time.time() + 60})  # fmt: skip
+    record = orjson.dumps(
+        {
+            "node": "writer",
+            "store": CONFIG,
+            "key": "version",
+            "value": "",
+            "until": time.time() + 60,
+        }
+    )
     try:
         _announcer(url, cluster).publish(f"{prefix}:changes", record)
     except REDIS_ERRORS as error:

@@ -47,17 +47,37 @@ from routing.models import Endpoint, Model, Provider, VirtualModel
 from workspaces.models import ApiKey, Budget, Policy, ProviderCredential, RateLimit, Workspace
 
 __all__ = [
-    "CONFIG_MODELS", "CredentialEntry", "KeyEntry", "ModelEntry", "ProviderEntry", "Snapshot",
-    "SnapshotHolder", "VirtualEntry", "WorkspaceEntry", "bump_version",
-    "connect_invalidation_signals", "load_snapshot",
-]  # fmt: skip
+    "CONFIG_MODELS",
+    "CredentialEntry",
+    "KeyEntry",
+    "ModelEntry",
+    "ProviderEntry",
+    "Snapshot",
+    "SnapshotHolder",
+    "VirtualEntry",
+    "WorkspaceEntry",
+    "bump_version",
+    "connect_invalidation_signals",
+    "load_snapshot",
+]
 
 log = logging.getLogger(__name__)
 
 CONFIG_MODELS: tuple[type[models.Model], ...] = (
-    Workspace, ApiKey, ProviderCredential, Policy, Provider, Model, Endpoint, VirtualModel,
-    Preset, KeySettings, Route, Budget, RateLimit,
-)  # fmt: skip
+    Workspace,
+    ApiKey,
+    ProviderCredential,
+    Policy,
+    Provider,
+    Model,
+    Endpoint,
+    VirtualModel,
+    Preset,
+    KeySettings,
+    Route,
+    Budget,
+    RateLimit,
+)
 
 
 def _hint_if_tiers_idle(snapshot: Snapshot) -> None:

@@ -23,8 +23,9 @@ class Governed:
 def load_governance() -> dict[tuple[int, str], Governed]:
     budgets: dict[tuple[int, str], list[BudgetRule]] = {}
     for row in Budget.objects.all():
-        rule = _rule(row.workspace_id, row.key_name, row.period, row.limit_micros,
-                     tuple(row.alerts))  # fmt: skip
+        rule = _rule(
+            row.workspace_id, row.key_name, row.period, row.limit_micros, tuple(row.alerts)
+        )
         budgets.setdefault((row.workspace_id, row.key_name), []).append(rule)
     for policy in Policy.objects.filter(daily_budget_micros__isnull=False):
         budgets.setdefault((policy.workspace_id, ""), []).append(
@@ -35,7 +36,7 @@ def load_governance() -> dict[tuple[int, str], Governed]:
                 policy.daily_budget_micros,
                 (),
                 label="workspace daily_budget",
-            )  # fmt: skip
+            )
         )
     limits = {
         (row.workspace_id, row.key_name): limit_spec(row)
@@ -49,9 +50,13 @@ def load_governance() -> dict[tuple[int, str], Governed]:
 
 
 def _rule(
-    workspace_id: int, key_name: str, period: str, limit_micros: int,
-    alerts: tuple[float, ...], label: str = "",
-) -> BudgetRule:  # fmt: skip
+    workspace_id: int,
+    key_name: str,
+    period: str,
+    limit_micros: int,
+    alerts: tuple[float, ...],
+    label: str = "",
+) -> BudgetRule:
     scope = key_scope(workspace_id, key_name) if key_name else workspace_scope(workspace_id)
     label = label or (f"key {key_name} {period}" if key_name else f"workspace {period}")
     return BudgetRule(scope, period, limit_micros, alerts, label)

@@ -74,8 +74,12 @@ async def count_tokens(
     }
     if beta:
         headers["anthropic-beta"] = beta
-    request = httpx.Request("POST", f"{target.base_url}/messages/count_tokens",
-                            headers=headers, content=orjson.dumps(body))  # fmt: skip
+    request = httpx.Request(
+        "POST",
+        f"{target.base_url}/messages/count_tokens",
+        headers=headers,
+        content=orjson.dumps(body),
+    )
     response = await send_head(client, request, target)
     data = await read_body(response, target, MAX_COUNT_BODY_BYTES)
     if response.status_code != 200:

@@ -86,8 +86,9 @@ def _elapsed_ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
 
 
-def _build(target: Target, body: dict[str, Any], stream: bool, operation: str,
-           native: NativeRequest | None) -> httpx.Request:  # fmt: skip
+def _build(
+    target: Target, body: dict[str, Any], stream: bool, operation: str, native: NativeRequest | None
+) -> httpx.Request:
     try:
         return _build_request(target, body, stream, operation, native)
     except ValueError as exc:
@@ -97,14 +98,19 @@ def _build(target: Target, body: dict[str, Any], stream: bool, operation: str,
     except (TypeError, AttributeError, KeyError):
         # A part of the body of a shape the translation does not know (validation checks
         # the standard fields; nested tool-call and image parts are left to the adapter).
-        raise AttemptFailed("unsupported_request", "the request has a part of an unexpected "
-                            "shape for this upstream's API") from None  # fmt: skip
+        raise AttemptFailed(
+            "unsupported_request",
+            "the request has a part of an unexpected shape for this upstream's API",
+        ) from None
 
 
 def _build_request(
-    target: Target, body: dict[str, Any], stream: bool, operation: str,
+    target: Target,
+    body: dict[str, Any],
+    stream: bool,
+    operation: str,
     native: NativeRequest | None,
-) -> httpx.Request:  # fmt: skip
+) -> httpx.Request:
     ep = target.endpoint
     if operation == "embeddings":
         headers, content = openai.build_embeddings_request(body, ep.upstream_model, target.api_key)
@@ -189,8 +195,9 @@ async def read_body(response: httpx.Response, target: Target, limit: int | None 
     except httpx.HTTPError as exc:
         # The head said 200 and the body broke off: a malformed answer (D-18), not an
         # endpoint out of reach.
-        raise AttemptFailed("malformed", f"upstream body was cut short ({type(exc).__name__})"
-                            ) from None  # fmt: skip
+        raise AttemptFailed(
+            "malformed", f"upstream body was cut short ({type(exc).__name__})"
+        ) from None
     finally:
         await close_response(response)
 
@@ -205,8 +212,9 @@ async def read_at_most(response: httpx.Response, limit: int) -> bytes:
     return data[:limit]
 
 
-def _in_band_failure(target: Target, error_type: str, message: str, code: object = None,
-                     *, where: str) -> AttemptFailed:  # fmt: skip
+def _in_band_failure(
+    target: Target, error_type: str, message: str, code: object = None, *, where: str
+) -> AttemptFailed:
     """An error object inside a 200 answer, classified exactly as the status it names
     (SPEC D-18): a final 400 is passed through, a 5xx or 429 fails over."""
     status = status_of_in_band_error(error_type, code)
@@ -239,9 +247,13 @@ def _error_in_body(data: bytes) -> tuple[str, str, object] | None:
 
 
 async def call_once(
-    client: httpx.AsyncClient, target: Target, body: dict[str, Any], operation: str, ids: dict,
+    client: httpx.AsyncClient,
+    target: Target,
+    body: dict[str, Any],
+    operation: str,
+    ids: dict,
     native: NativeRequest | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:  # fmt: skip
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One non-streaming attempt -> (the answer as a chat completion, the upstream's own
     message when called natively), or AttemptFailed."""
     response = await send_head(client, _build(target, body, False, operation, native), target)
@@ -266,9 +278,13 @@ async def call_once(
 
 
 async def open_stream(
-    client: httpx.AsyncClient, target: Target, body: dict[str, Any], ids: dict,
-    deadline_at: float, native: NativeRequest | None = None,
-) -> Opened:  # fmt: skip
+    client: httpx.AsyncClient,
+    target: Target,
+    body: dict[str, Any],
+    ids: dict,
+    deadline_at: float,
+    native: NativeRequest | None = None,
+) -> Opened:
     """Start a streaming attempt and read until its first content frame (the commit check):
     an error, a malformed frame or an early end before that is still a failed attempt.
     However it ends short of that — a failure, the deadline, the client hanging up (a
@@ -280,8 +296,9 @@ async def open_stream(
     ep = target.endpoint
     if _is_native(target, native):
         assert native is not None
-        translator: Any = anthropic_native.NativeStream(message_id=native.message_id,
-                                                        model=ep.model)  # fmt: skip
+        translator: Any = anthropic_native.NativeStream(
+            message_id=native.message_id, model=ep.model
+        )
     elif target.api_style == "anthropic":
         translator = anthropic.StreamTranslator(model=ep.model, **ids)
     else:
@@ -299,21 +316,24 @@ async def open_stream(
                 if translator.error:
                     error_type, message = translator.error
                     code = getattr(translator, "error_code", None)
-                    raise _in_band_failure(target, error_type, message, code,
-                                           where="before any content")  # fmt: skip
+                    raise _in_band_failure(
+                        target, error_type, message, code, where="before any content"
+                    )
         committed = True
     except TimeoutError:
         raise AttemptFailed("timeout", "no first token in time") from None
     except httpx.HTTPError as exc:
         # The head said 200 and the stream broke before any content (D-18: 502 at the end).
-        raise AttemptFailed("stream_error", f"upstream stream broke before any content "
-                            f"({type(exc).__name__})") from None  # fmt: skip
+        raise AttemptFailed(
+            "stream_error", f"upstream stream broke before any content ({type(exc).__name__})"
+        ) from None
     finally:
         if not committed:
             drop_connection(response)
             await close_response(response)
-    return Opened(target, response, translator, chunks, buffered, started, _elapsed_ms(started),
-                  deadline_at)  # fmt: skip
+    return Opened(
+        target, response, translator, chunks, buffered, started, _elapsed_ms(started), deadline_at
+    )
 
 
 class AttemptObserver(Protocol):
@@ -348,8 +368,18 @@ async def execute(
     try:
         async with asyncio.timeout_at(deadline_at):
             for target in targets:
-                failure = await _attempt(client, target, body, operation, stream, ids, outcome,
-                                         observer, deadline_at, native)  # fmt: skip
+                failure = await _attempt(
+                    client,
+                    target,
+                    body,
+                    operation,
+                    stream,
+                    ids,
+                    outcome,
+                    observer,
+                    deadline_at,
+                    native,
+                )
                 if failure is None or not failure.retryable:
                     return outcome
     except TimeoutError:
@@ -401,7 +431,7 @@ async def _attempt(
                 failure.retry_after,
                 own_credential=target.own_credential,
                 failure_kind=failure.kind,
-            )  # fmt: skip
+            )
         )
         outcome.failure = failed = failure
         outcome.failures.append(failure)
@@ -409,8 +439,17 @@ async def _attempt(
     else:
         latency_ms = _elapsed_ms(started)
         sample_ms = float(latency_ms)
-        outcome.attempts.append(Attempt(ep.provider, ep.model, ep.id, "ok", 200, latency_ms,
-                                        own_credential=target.own_credential))  # fmt: skip
+        outcome.attempts.append(
+            Attempt(
+                ep.provider,
+                ep.model,
+                ep.id,
+                "ok",
+                200,
+                latency_ms,
+                own_credential=target.own_credential,
+            )
+        )
         outcome.target = target
         outcome.failure = None
         return None

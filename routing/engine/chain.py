@@ -119,9 +119,12 @@ class _Walk:
             ordered = self._adaptive_order(entry, cheapest, cooling)
         else:
             ordered = order_targets(
-                entry.strategy, entry.targets, cheapest_price=cheapest, rng=self.rng,
+                entry.strategy,
+                entry.targets,
+                cheapest_price=cheapest,
+                rng=self.rng,
                 counter=self._take_turn(slug),
-            )  # fmt: skip
+            )
         ordered, outcome = arrange_targets(
             ordered, cooling=cooling, unhealthy=unhealthy, pinned=self.pins.kept.get(slug)
         )
@@ -160,8 +163,9 @@ class _Walk:
         boost (R-EXE-6)."""
         error_rate: dict[str, float] = {}
         for target, _weight in entry.targets:
-            stats = [self.live.stats[e.id] for e in self._endpoints(target)
-                     if e.id in self.live.stats]  # fmt: skip
+            stats = [
+                self.live.stats[e.id] for e in self._endpoints(target) if e.id in self.live.stats
+            ]
             rates = [s.error_rate or 0.0 for s in stats]
             error_rate[target] = sum(rates) / len(rates) if rates else 0.0
         return adaptive_order(

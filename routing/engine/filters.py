@@ -127,16 +127,37 @@ def price_cap(e: EndpointInfo, r: RoutingRequest, p: PolicyView) -> Reason | Non
 
 # SPEC R-DEC-2: the order is part of the contract; the first failing check is recorded.
 FILTERS: tuple[Check, ...] = (
-    catalog_only, status_serving, sovereignty, data_class, region, capability,
-    provider_deny, provider_ignore, provider_allow, provider_only, provider_order,
-    model_deny, model_allow, partner, vision, context, price_cap,
-)  # fmt: skip
+    catalog_only,
+    status_serving,
+    sovereignty,
+    data_class,
+    region,
+    capability,
+    provider_deny,
+    provider_ignore,
+    provider_allow,
+    provider_only,
+    provider_order,
+    model_deny,
+    model_allow,
+    partner,
+    vision,
+    context,
+    price_cap,
+)
 
 # The steps that hold for a key whatever it sends: what `/v1/models` lists (SPEC D-7).
 REQUEST_INDEPENDENT: tuple[Check, ...] = (
-    catalog_only, status_serving, sovereignty, region,
-    provider_deny, provider_allow, model_deny, model_allow, partner,
-)  # fmt: skip
+    catalog_only,
+    status_serving,
+    sovereignty,
+    region,
+    provider_deny,
+    provider_allow,
+    model_deny,
+    model_allow,
+    partner,
+)
 
 
 # When a step can fail at all; a step not listed here can always fail. Skipping the others

@@ -149,17 +149,20 @@ def score_auto(
     fits = benchmark_fits(survivors, request.task)
     # Each column is read, never written, below: a list of floats stands for a list of
     # optional floats (lists are invariant, hence the cast).
-    inputs = cast(tuple[tuple[str, list[float | None], Normalise], ...], (
-        ("task_fit", task_fits(survivors, request.task), _as_is),
-        ("language_fit", [language_fit(e, request) for e in survivors], _as_is),
-        ("documentation", documentation, _as_is),
-        ("sovereignty", [bonus(e.sovereignty_class, 0.0) for e in survivors], _as_is),
-        ("benchmark_fit", fits, _unknown_as_mean),
-        ("capability_gap", [capability_gap(f, request.complexity) for f in fits], _as_is),
-        ("price", prices, _min_max),
-        ("latency", latencies, _min_max),
-        ("error_rate", [s.error_rate for s in stats], _unknown_as_zero),
-    ))  # fmt: skip
+    inputs = cast(
+        tuple[tuple[str, list[float | None], Normalise], ...],
+        (
+            ("task_fit", task_fits(survivors, request.task), _as_is),
+            ("language_fit", [language_fit(e, request) for e in survivors], _as_is),
+            ("documentation", documentation, _as_is),
+            ("sovereignty", [bonus(e.sovereignty_class, 0.0) for e in survivors], _as_is),
+            ("benchmark_fit", fits, _unknown_as_mean),
+            ("capability_gap", [capability_gap(f, request.complexity) for f in fits], _as_is),
+            ("price", prices, _min_max),
+            ("latency", latencies, _min_max),
+            ("error_rate", [s.error_rate for s in stats], _unknown_as_zero),
+        ),
+    )
     columns = [
         factor_column(name, weights[name], values, normalise, multiplies=False)
         for name, values, normalise in inputs

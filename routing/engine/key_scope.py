@@ -79,8 +79,10 @@ def key_policy(
         provider_allow = _intersect(provider_allow, preset.provider_allow or None)
         provider_deny = provider_deny | preset.provider_ignore
     if (model_allow, provider_allow, provider_deny) == (
-        policy.model_allow, policy.provider_allow, policy.provider_deny,
-    ):  # fmt: skip
+        policy.model_allow,
+        policy.provider_allow,
+        policy.provider_deny,
+    ):
         return policy
     return replace(
         policy, model_allow=model_allow, provider_allow=provider_allow, provider_deny=provider_deny

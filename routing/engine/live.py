@@ -111,8 +111,13 @@ class Fleet:
 def window_of(observations: list[Observation]) -> Window:
     window = Window()
     for o in observations:
-        window.add(ok=o.ok, kind=o.kind, latency_ms=o.latency_ms, streamed=o.streamed,
-                   tokens_per_s=o.tokens_per_s)  # fmt: skip
+        window.add(
+            ok=o.ok,
+            kind=o.kind,
+            latency_ms=o.latency_ms,
+            streamed=o.streamed,
+            tokens_per_s=o.tokens_per_s,
+        )
     return window
 
 

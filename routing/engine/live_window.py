@@ -60,9 +60,14 @@ class Window:
     tps_count: int = 0
 
     def add(
-        self, *, ok: bool, kind: str, latency_ms: float | None, streamed: bool,
+        self,
+        *,
+        ok: bool,
+        kind: str,
+        latency_ms: float | None,
+        streamed: bool,
         tokens_per_s: float | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """One attempt's observation (routing/engine/live.py `Observation`'s fields)."""
         if ok:
             self.ok += 1
@@ -120,20 +125,26 @@ class Window:
         return {
             "latency": {str(b): n for b, n in self.latency.items()},
             "ttft": {str(b): n for b, n in self.ttft.items()},
-            "ok": self.ok, "errors": self.errors, "rate_limited": self.rate_limited,
-            "geo_blocked": self.geo_blocked, "tps_sum": self.tps_sum, "tps_count": self.tps_count,
-        }  # fmt: skip
+            "ok": self.ok,
+            "errors": self.errors,
+            "rate_limited": self.rate_limited,
+            "geo_blocked": self.geo_blocked,
+            "tps_sum": self.tps_sum,
+            "tps_count": self.tps_count,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Window:
         return cls(
             latency={int(b): int(n) for b, n in data.get("latency", {}).items()},
             ttft={int(b): int(n) for b, n in data.get("ttft", {}).items()},
-            ok=int(data.get("ok", 0)), errors=int(data.get("errors", 0)),
+            ok=int(data.get("ok", 0)),
+            errors=int(data.get("errors", 0)),
             rate_limited=int(data.get("rate_limited", 0)),
             geo_blocked=int(data.get("geo_blocked", 0)),
-            tps_sum=float(data.get("tps_sum", 0.0)), tps_count=int(data.get("tps_count", 0)),
-        )  # fmt: skip
+            tps_sum=float(data.get("tps_sum", 0.0)),
+            tps_count=int(data.get("tps_count", 0)),
+        )
 
 
 def merged(windows: Iterable[Window]) -> Window:

@@ -201,13 +201,16 @@ def _balanced(
         return []
     get_stats = live.stats.get
     stats = [get_stats(endpoint.id, NO_STATS) for endpoint in survivors]
-    inputs = cast(tuple[list[float | None], ...], (  # in BALANCED_WEIGHTS order; read only
-        [None if s.error_rate is None else 1.0 - s.error_rate for s in stats],
-        [s.latency_p50_ms for s in stats],
-        [s.latency_p99_ms for s in stats],
-        [s.throughput_tps for s in stats],
-        token_fits(survivors, request),
-    ))  # fmt: skip
+    inputs = cast(
+        tuple[list[float | None], ...],
+        (  # in BALANCED_WEIGHTS order; read only
+            [None if s.error_rate is None else 1.0 - s.error_rate for s in stats],
+            [s.latency_p50_ms for s in stats],
+            [s.latency_p99_ms for s in stats],
+            [s.throughput_tps for s in stats],
+            token_fits(survivors, request),
+        ),
+    )
     columns = [
         factor_column(
             name,

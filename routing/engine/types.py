@@ -15,9 +15,17 @@ AUTO_ALIASES = frozenset({"auto", "switchyard/auto", "switchyard-auto", "switchy
 MAX_FALLBACK_MODELS = 8  # SPEC R-MOD-6, D-5
 # The tasks of SPEC D-14.
 TASKS = (
-    "general", "cheap", "code", "retrieval", "multilingual", "translation",
-    "summarisation", "reasoning", "tool_use", "structured_output",
-)  # fmt: skip
+    "general",
+    "cheap",
+    "code",
+    "retrieval",
+    "multilingual",
+    "translation",
+    "summarisation",
+    "reasoning",
+    "tool_use",
+    "structured_output",
+)
 
 
 class Reason(StrEnum):

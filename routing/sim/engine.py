@@ -93,9 +93,14 @@ def _tokens(rng: random.Random, median: int) -> int:
 
 
 def run(
-    scenario: str, strategy: str, *, requests: int, seed: int, rate_per_s: float = RATE_PER_S,
+    scenario: str,
+    strategy: str,
+    *,
+    requests: int,
+    seed: int,
+    rate_per_s: float = RATE_PER_S,
     session_share: float = SESSION_SHARE,
-) -> RunResult:  # fmt: skip
+) -> RunResult:
     """Simulate `requests` requests of `scenario` routed by `strategy`."""
     duration_s = requests / rate_per_s
     providers = SCENARIOS[scenario].script(duration_s, random.Random(f"{seed}/{scenario}/script"))

@@ -139,10 +139,14 @@ class Router:
         )
         live = replace(self.state.live.state(now_s), cooling=self.state.cooldowns.cooling(now_s))
         chain = model_chain(
-            replace(self.requests[MODEL], model=VIRTUAL_MODEL), self.chain_catalog, live=live,
-            adaptive=self.state.adaptive, round_robin={VIRTUAL_MODEL: self.state.round_robin},
-            rng=self.rng, pins=pins,
-        )  # fmt: skip
+            replace(self.requests[MODEL], model=VIRTUAL_MODEL),
+            self.chain_catalog,
+            live=live,
+            adaptive=self.state.adaptive,
+            round_robin={VIRTUAL_MODEL: self.state.round_robin},
+            rng=self.rng,
+            pins=pins,
+        )
         self.state.round_robin += len(chain.turns)
         return tuple(m for m in chain.models if m is not None)
 

@@ -40,9 +40,10 @@ class Command(BaseCommand):
             "--dry-run", action="store_true", help="validate and report, then roll back"
         )
         parser.add_argument(
-            "--deploy", action="store_true",
+            "--deploy",
+            action="store_true",
             help="also deploy each route of the file at its newest version",
-        )  # fmt: skip
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["file"]

@@ -43,8 +43,9 @@ class Command(BaseCommand):
         report = apply_config(demo, actor="cli:bootstrap", deploy=True)  # its routes too
         password = _admin_password()
         if not get_user_model().objects.filter(username="admin").exists():
-            create_superuser("admin", email="admin@example.invalid", password=password,
-                             actor="cli:bootstrap")  # fmt: skip
+            create_superuser(
+                "admin", email="admin@example.invalid", password=password, actor="cli:bootstrap"
+            )
         admin = get_user_model().objects.get(username="admin")
         slugs = [w["slug"] for w in demo["workspaces"]]
         for each in Workspace.objects.filter(slug__in=slugs):

@@ -47,9 +47,10 @@ class Command(BaseCommand):
         replay.add_argument("--since", default="24h", type=_duration, help="30m, 24h, 7d")
         replay.add_argument("--json", action="store_true", help="the report as JSON")
         replay.add_argument(
-            "--predictions", action="store_true",
+            "--predictions",
+            action="store_true",
             help="with --json: each request's predicted node, model and endpoint",
-        )  # fmt: skip
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         slug, workspace = options["route"], options["workspace"]

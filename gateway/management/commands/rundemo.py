@@ -91,8 +91,10 @@ class Command(BaseCommand):
 
     def _send_traffic(self, port: int, key: str) -> None:
         answered, refused = send_demo_traffic(f"http://127.0.0.1:{port}", key)
-        self.stdout.write(f"sent {answered + refused} demo requests for the console to show "
-                          f"({answered} answered, {refused} refused)")  # fmt: skip
+        self.stdout.write(
+            f"sent {answered + refused} demo requests for the console to show "
+            f"({answered} answered, {refused} refused)"
+        )
 
     def _print_hints(self, port: int, key_file: str | None) -> None:
         key = Path(key_file).read_text().strip() if key_file else "<your key>"

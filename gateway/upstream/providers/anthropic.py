@@ -105,8 +105,14 @@ _NEUTRAL_VALUES: dict[str, Any] = {
 _PASSTHROUGH_FIELDS = ("temperature", "top_p", "top_k")
 # reasoning_effort -> thinking budget_tokens. 1024 is Anthropic's minimum budget; each step
 # up quadruples it. "none" and "minimal" do not think: 1024 tokens is more than minimal.
-_THINKING_BUDGETS = {"none": 0, "minimal": 0, "low": 1024, "medium": 4096, "high": 16384,
-                     "xhigh": 32768}  # fmt: skip
+_THINKING_BUDGETS = {
+    "none": 0,
+    "minimal": 0,
+    "low": 1024,
+    "medium": 4096,
+    "high": 16384,
+    "xhigh": 32768,
+}
 MIN_THINKING_BUDGET = 1024
 # Anthropic allows top_p only from 0.95 while thinking, and no temperature but 1.
 MIN_THINKING_TOP_P = 0.95

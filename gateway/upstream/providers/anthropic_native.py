@@ -29,16 +29,30 @@ JSONObject = dict[str, Any]
 # Not sent upstream: Switchyard's routing fields, and fields about the client's own Anthropic
 # account (billing, workspace) or Anthropic's own fallbacks, which Switchyard's replace.
 # `inference_geo` reaches here only as "global" (anything else is refused at parse).
-NOT_SENT = frozenset({
-    "models", "provider", "routing", "residency", "session_id",
-    "workspace_id", "billing_policy", "fallback_credit_token", "user_profile_id",
-    "fallbacks", "inference_geo",
-})  # fmt: skip
+NOT_SENT = frozenset(
+    {
+        "models",
+        "provider",
+        "routing",
+        "residency",
+        "session_id",
+        "workspace_id",
+        "billing_policy",
+        "fallback_credit_token",
+        "user_profile_id",
+        "fallbacks",
+        "inference_geo",
+    }
+)
 # Client headers an Anthropic upstream reads: the betas a request's fields may need.
 FORWARDED_HEADERS = ("anthropic-beta",)
 # A preset's default parameters (chat's names) that a Messages request can take, by its name.
-_DEFAULT_PARAMS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
-                   "stop": "stop_sequences"}  # fmt: skip
+_DEFAULT_PARAMS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop": "stop_sequences",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +144,10 @@ class NativeStream:
             except orjson.JSONDecodeError:
                 payload = None
             if not isinstance(payload, dict):
-                self.error = ("api_error", f"upstream sent a {event.event or 'stream'} event "
-                                           "that is not a JSON object")  # fmt: skip
+                self.error = (
+                    "api_error",
+                    f"upstream sent a {event.event or 'stream'} event that is not a JSON object",
+                )
                 return frames
             frame = self._relay(payload, event.raw)
             if self.error is not None:
@@ -158,8 +174,10 @@ class NativeStream:
             case "error":
                 error = payload.get("error")
                 error = error if isinstance(error, dict) else {}
-                self.error = (str(error.get("type") or "api_error"),
-                              str(error.get("message") or "upstream stream error"))  # fmt: skip
+                self.error = (
+                    str(error.get("type") or "api_error"),
+                    str(error.get("message") or "upstream stream error"),
+                )
                 return None
         return raw
 

@@ -138,8 +138,10 @@ class StreamTranslator:
             self.error = ("api_error", f"upstream sent a non-JSON {event.event or 'stream'} event")
             return []
         if not isinstance(payload, dict):
-            self.error = ("api_error", f"upstream sent a {event.event or 'stream'} event that is "
-                                       "not a JSON object")  # fmt: skip
+            self.error = (
+                "api_error",
+                f"upstream sent a {event.event or 'stream'} event that is not a JSON object",
+            )
             return []
         match payload.get("type") or event.event:
             case "message_start":

@@ -150,8 +150,10 @@ class StreamTranslator:
         self._rewrites: tuple[tuple[bytes, bytes], ...] = ()
         if upstream_model != model:
             old, new = orjson.dumps(upstream_model), orjson.dumps(model)
-            self._rewrites = ((b'"model":' + old, b'"model":' + new),
-                              (b'"model": ' + old, b'"model": ' + new))  # fmt: skip
+            self._rewrites = (
+                (b'"model":' + old, b'"model":' + new),
+                (b'"model": ' + old, b'"model": ' + new),
+            )
         self.usage: dict[str, Any] | None = None
         self.finished = False
         self.error: tuple[str, str] | None = None

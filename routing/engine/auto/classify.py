@@ -29,9 +29,14 @@ from routing.engine.tiers import choose as tiers
 from routing.engine.workload import iter_messages, message_text
 
 WORKLOADS = (
-    "code", "reasoning", "tool_use", "structured_output", "translation", "summarisation",
+    "code",
+    "reasoning",
+    "tool_use",
+    "structured_output",
+    "translation",
+    "summarisation",
     "general",
-)  # fmt: skip
+)
 # Tier points at which a request counts as fully complex: GM's table tops out around 12
 # (keyword 4 + code 3 + many tools 4 + a 32k context 6 …); 10 is already an extreme request.
 COMPLEXITY_FULL_POINTS = 10.0

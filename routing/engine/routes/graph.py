@@ -17,8 +17,15 @@ from routing.engine.types import Mode, ProviderPrefs
 
 NODE_TYPES = ("condition", "split", "rate_limit", "budget", "model", "reject")
 CONDITION_OPS = (
-    "equals", "not_equals", "in", "not_in", "exists", "glob", "greater_than", "less_than",
-)  # fmt: skip
+    "equals",
+    "not_equals",
+    "in",
+    "not_in",
+    "exists",
+    "glob",
+    "greater_than",
+    "less_than",
+)
 # Condition fields named exactly; the others are `body.<path>`, `header.<name>`,
 # `metadata.<key>`. `endpoint` is the operation (`chat.completions`).
 PLAIN_FIELDS = ("model", "endpoint", "session_id")
@@ -174,8 +181,9 @@ _TYPE_NAMES: dict[type, str] = {
 def canonical_json(data: Mapping[str, Any]) -> bytes:
     """One byte string per route content: sorted keys, no spaces, UTF-8, no NaN. Two
     mappings that differ only in key order or formatting give the same bytes."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)  # fmt: skip
+    text = json.dumps(
+        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     return text.encode()
 
 

@@ -53,10 +53,12 @@ def guard_verdict(guard: RolloutGuard, watched: WindowStats, baseline: WindowSta
     }
     short = [
         f"{label} {name} has {stats.requests} of the {guard.min_requests} requests needed"
-        for label, name, stats in (("watched", guard.node, watched),
-                                   ("baseline", guard.baseline, baseline))
+        for label, name, stats in (
+            ("watched", guard.node, watched),
+            ("baseline", guard.baseline, baseline),
+        )
         if stats.requests < guard.min_requests
-    ]  # fmt: skip
+    ]
     if short:
         return GuardVerdict(False, False, tuple(f"not ready: {s}" for s in short), numbers)
     reasons = [
@@ -72,20 +74,30 @@ def _error_rate(
 ) -> list[str]:
     mine, theirs = watched.errors / watched.requests, baseline.errors / baseline.requests
     delta = mine - theirs
-    numbers.update(watched_error_rate=mine, baseline_error_rate=theirs, error_rate_delta=delta,
-                   max_error_rate_delta=guard.max_error_rate_delta)  # fmt: skip
+    numbers.update(
+        watched_error_rate=mine,
+        baseline_error_rate=theirs,
+        error_rate_delta=delta,
+        max_error_rate_delta=guard.max_error_rate_delta,
+    )
     bound = guard.max_error_rate_delta
     if bound is None or delta <= bound:
         return []
-    return [f"error rate {mine:.1%} on {guard.node} vs {theirs:.1%} on {guard.baseline}: "
-            f"+{delta * 100:.1f} points > {bound * 100:.1f} allowed"]  # fmt: skip
+    return [
+        f"error rate {mine:.1%} on {guard.node} vs {theirs:.1%} on {guard.baseline}: "
+        f"+{delta * 100:.1f} points > {bound * 100:.1f} allowed"
+    ]
 
 
 def _p99(
     guard: RolloutGuard, watched: WindowStats, baseline: WindowStats, numbers: dict[str, Number]
 ) -> list[str]:
-    numbers.update(watched_p99_ms=watched.p99_ms, baseline_p99_ms=baseline.p99_ms,
-                   p99_ratio=None, max_p99_ratio=guard.max_p99_ratio)  # fmt: skip
+    numbers.update(
+        watched_p99_ms=watched.p99_ms,
+        baseline_p99_ms=baseline.p99_ms,
+        p99_ratio=None,
+        max_p99_ratio=guard.max_p99_ratio,
+    )
     if watched.p99_ms is None or baseline.p99_ms is None:
         return []  # nothing to compare: no bound can be said breached
     ratio = watched.p99_ms / max(baseline.p99_ms, MIN_P99_MS)
@@ -93,8 +105,10 @@ def _p99(
     bound = guard.max_p99_ratio
     if bound is None or ratio <= bound:
         return []
-    return [f"p99 {watched.p99_ms:.0f} ms on {guard.node} vs {baseline.p99_ms:.0f} ms on "
-            f"{guard.baseline}: ratio {ratio:.2f} > {bound:g}"]  # fmt: skip
+    return [
+        f"p99 {watched.p99_ms:.0f} ms on {guard.node} vs {baseline.p99_ms:.0f} ms on "
+        f"{guard.baseline}: ratio {ratio:.2f} > {bound:g}"
+    ]
 
 
 def _cost(
@@ -103,11 +117,17 @@ def _cost(
     mine = watched.cost_micros / watched.requests
     theirs = baseline.cost_micros / baseline.requests
     ratio = mine / max(theirs, MIN_COST_PER_REQUEST_MICROS)
-    numbers.update(watched_cost_per_request_micros=mine, baseline_cost_per_request_micros=theirs,
-                   cost_ratio=ratio, max_cost_ratio=guard.max_cost_ratio)  # fmt: skip
+    numbers.update(
+        watched_cost_per_request_micros=mine,
+        baseline_cost_per_request_micros=theirs,
+        cost_ratio=ratio,
+        max_cost_ratio=guard.max_cost_ratio,
+    )
     bound = guard.max_cost_ratio
     if bound is None or ratio <= bound:
         return []
     mine_usd, theirs_usd = mine / MICROS_PER_USD, theirs / MICROS_PER_USD
-    return [f"cost per request ${mine_usd:.6f} on {guard.node} vs ${theirs_usd:.6f} on "
-            f"{guard.baseline}: ratio {ratio:.2f} > {bound:g}"]  # fmt: skip
+    return [
+        f"cost per request ${mine_usd:.6f} on {guard.node} vs ${theirs_usd:.6f} on "
+        f"{guard.baseline}: ratio {ratio:.2f} > {bound:g}"
+    ]

@@ -43,10 +43,18 @@ NODE_KEYS: dict[str, tuple[str, ...]] = {
     "split": ("type", "by", "branches"),
     "rate_limit": ("type", "period", "requests", "within", "exceeded"),
     "budget": ("type", "period", "usd", "within", "exceeded"),
-    "model": ("type", "model", "mode", "provider", "fallbacks", "allow_fallbacks",
-              "session_affinity", "cache_affinity"),
+    "model": (
+        "type",
+        "model",
+        "mode",
+        "provider",
+        "fallbacks",
+        "allow_fallbacks",
+        "session_affinity",
+        "cache_affinity",
+    ),
     "reject": ("type", "status", "message"),
-}  # fmt: skip
+}
 BRANCH_KEYS = ("weight", "next")
 _FIELD_HINT = "body.<path>, header.<name>, metadata.<key>, model, endpoint or session_id"
 _LIST_OPS = ("in", "not_in")
@@ -198,9 +206,15 @@ def read_model(f: Fields, node_id: str, r: Reading) -> Node | None:
     if model is None or fallbacks is None or len(r.problems) > mark:
         return None
     return ModelNode(
-        node_id, model, Mode(mode) if mode else None, provider, fallbacks,
-        allow_fallbacks is not False, session_affinity, cache_affinity,
-    )  # fmt: skip
+        node_id,
+        model,
+        Mode(mode) if mode else None,
+        provider,
+        fallbacks,
+        allow_fallbacks is not False,
+        session_affinity,
+        cache_affinity,
+    )
 
 
 def _model_name(
@@ -231,8 +245,9 @@ def _fallbacks(f: Fields, catalog: CatalogNames) -> tuple[str, ...] | None:
         return None if f.present("fallbacks", False) else ()
     if len(values) > MAX_FALLBACK_MODELS:  # counted as written, as a request's (D-5)
         f.error("fallbacks", f"at most {MAX_FALLBACK_MODELS} fallback models, got {len(values)}")
-    names = [_model_name(f, f"fallbacks[{i}]", v, catalog, primary=False)
-             for i, v in enumerate(values)]  # fmt: skip
+    names = [
+        _model_name(f, f"fallbacks[{i}]", v, catalog, primary=False) for i, v in enumerate(values)
+    ]
     if None in names or len(values) > MAX_FALLBACK_MODELS:
         return None
     return tuple(dict.fromkeys(name for name in names if name is not None))

@@ -30,8 +30,16 @@ from routing.engine.routes.nodes import NODE_KEYS, READERS, Edge, Reading
 __all__ = ["Problem", "RouteInvalid", "parse_route"]
 
 ROUTE_KEYS = ("slug", "description", "models", "start", "nodes", "rollout_guard")
-GUARD_KEYS = ("node", "baseline", "min_requests", "max_error_rate_delta", "max_p99_ratio",
-              "max_cost_ratio", "window_s", "interval_s")  # fmt: skip
+GUARD_KEYS = (
+    "node",
+    "baseline",
+    "min_requests",
+    "max_error_rate_delta",
+    "max_p99_ratio",
+    "max_cost_ratio",
+    "window_s",
+    "interval_s",
+)
 GUARD_BOUNDS = ("max_error_rate_delta", "max_p99_ratio", "max_cost_ratio")
 
 
@@ -94,8 +102,9 @@ def _read_nodes(f: Fields, catalog: CatalogNames) -> tuple[dict[str, Node] | Non
                 f.problems.append(Problem(join(at, "type"), "is required"))
             else:
                 known = ", ".join(NODE_TYPES)
-                f.problems.append(Problem(join(at, "type"), f"unknown node type {kind!r} "
-                                          f"(one of {known})"))  # fmt: skip
+                f.problems.append(
+                    Problem(join(at, "type"), f"unknown node type {kind!r} (one of {known})")
+                )
             continue
         node = READERS[kind](Fields(value, at, f.problems, NODE_KEYS[kind]), str(key), reading)
         if node is not None and isinstance(key, str):
@@ -180,6 +189,12 @@ def _read_guard(
     if watched is None or baseline is None or min_requests is None or len(f.problems) > mark:
         return None
     return RolloutGuard(
-        watched, baseline, min_requests, error_delta, p99_ratio, cost_ratio,
-        window_s or GUARD_WINDOW_S, interval_s or GUARD_INTERVAL_S,
-    )  # fmt: skip
+        watched,
+        baseline,
+        min_requests,
+        error_delta,
+        p99_ratio,
+        cost_ratio,
+        window_s or GUARD_WINDOW_S,
+        interval_s or GUARD_INTERVAL_S,
+    )

@@ -66,10 +66,15 @@ HARD_EFFORT = "medium"
 THINKING_TYPES = frozenset({"enabled", "adaptive"})
 # Content part types that are attachments, and what the detail calls them.
 ATTACHMENT_KINDS = {
-    "image_url": "image", "input_image": "image", "image": "image",
-    "file": "file", "input_file": "file", "document": "file",
-    "input_audio": "audio", "audio": "audio",
-}  # fmt: skip
+    "image_url": "image",
+    "input_image": "image",
+    "image": "image",
+    "file": "file",
+    "input_file": "file",
+    "document": "file",
+    "input_audio": "audio",
+    "audio": "audio",
+}
 
 CODE_FENCE = "```"
 # Diagnostics besides a fenced block; the first that matches names the signal. Anchored at a
@@ -210,9 +215,11 @@ def choose_tier(
     Without a session key nothing is pinned."""
     forced = _header_choice(headers, TIER_HEADER, TIERS, "X-Switchyard-Tier must be easy or hard")
     smart = _header_choice(
-        headers, SMART_ROUTING_HEADER, ("on", "off"),
+        headers,
+        SMART_ROUTING_HEADER,
+        ("on", "off"),
         "X-Switchyard-Smart-Routing must be on or off",
-    )  # fmt: skip
+    )
     if forced is not None and smart == "off":
         verdict = Verdict(forced, 0, (), "forced")
     elif forced is not None:
