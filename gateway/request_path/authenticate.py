@@ -22,10 +22,12 @@ def _invalid_key() -> ApiError:
 def presented_key(request: HttpRequest) -> str:
     """The workspace key the client sent (no check): `Authorization: Bearer`, else
     `x-api-key` (Anthropic's SDK and Claude Code send either, SPEC R-API-9)."""
-    scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+    authorization: str = request.headers.get("Authorization", "")
+    scheme, _, raw = authorization.partition(" ")
     if scheme.lower() == "bearer" and raw.strip():
         return raw.strip()
-    return request.headers.get("x-api-key", "").strip()
+    api_key: str = request.headers.get("x-api-key", "")
+    return api_key.strip()
 
 
 async def snapshot_knowing_key(request: HttpRequest) -> Snapshot:
@@ -62,7 +64,7 @@ def authenticate_key(
 def authenticate(request: HttpRequest, snap: Snapshot, now: float) -> Caller:
     key, workspace = authenticate_key(request, snap, now)
     return Caller(
-        request_id=request.request_id,  # type: ignore[attr-defined]
+        request_id=request.request_id,  # (set by the request-id middleware)
         snapshot=snap,
         key=key,
         workspace=workspace,

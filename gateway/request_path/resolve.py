@@ -92,7 +92,9 @@ async def resolve_request(
         seed=seed,
         tier=tier,
         auto=auto,
-        session=session_of(caller, headers, body, routing, state, route and route.node),
+        session=session_of(
+            caller, headers, body, routing, state, route.node if route is not None else None
+        ),
         route=route,
         route_inputs=inputs,
     )

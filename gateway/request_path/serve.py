@@ -104,7 +104,7 @@ async def serve_as(
             ApiError(404, "No such active key in this workspace.", code="key_not_found")
         )
     caller = Caller(
-        request_id=request.request_id,  # type: ignore[attr-defined]
+        request_id=request.request_id,  # (set by the request-id middleware)
         snapshot=snap,
         key=key,
         workspace=workspace,
