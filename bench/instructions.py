@@ -10,8 +10,9 @@ prints (count(4N) − count(N)) / 3N: the cost of one warm request, set-up exclu
 requests' traces are inserted before the count ends, so their share of the database
 thread is in it. `--tree` runs it against another checkout (its own `.venv`), such as the
 commit an A/B compares with; the imports below also find the modules of checkouts before
-the 2026-12 layout. `--routed` sends them from a key with bench/stack.py's three-node
-route attached, and the same catalog's plain key beside it (the route's cost). Needs
+the request path's seven-step layout (5cad628). `--routed` sends them from a key with
+bench/stack.py's three-node route attached, and the same catalog's plain key beside it
+(the route's cost). Needs
 `valgrind` (Debian package); takes about two minutes per tree at N=100.
 """
 
@@ -116,7 +117,7 @@ def _catalog(stack: contextlib.ExitStack) -> str:
     try:
         from fakeupstream.process import running_fake_upstream
         from gateway.state import runtime
-    except ImportError:  # a checkout before the 2026-12 layout
+    except ImportError:  # a checkout before the seven-step layout (5cad628)
         from gateway.fakeupstream.process import running_fake_upstream  # type: ignore[no-redef]
 
         from gateway import runtime  # type: ignore[no-redef]
@@ -203,7 +204,7 @@ async def _requests(key: str, model: str, requests: int) -> None:
     try:
         from gateway.state import runtime
         from gateway.upstream.client import close_client
-    except ImportError:  # a checkout before the 2026-12 layout
+    except ImportError:  # a checkout before the seven-step layout (5cad628)
         from gateway.upstream_client import close_client  # type: ignore[no-redef]
 
         from gateway import runtime  # type: ignore[no-redef]

@@ -1,4 +1,5 @@
-"""The request log at scale (SPEC R-OBS-1, R-API-7; docs/performance.md "Request log"):
+"""The request log at scale (SPEC R-OBS-1, R-API-7; docs/performance.md, "Request log at a
+million traces"):
 a throw-away PostgreSQL database filled with `--count` traces (default 1,000,000: a
 month of one workspace's traffic, two keys, four models, three providers, 2 % errors,
 tiers, sessions, each row with a realistic decision record), then

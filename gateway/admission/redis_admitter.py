@@ -10,8 +10,8 @@ settlement no admission comes for within `SETTLE_BATCH_S` goes with the others o
 wait in a pipeline of their own. The last request under way settles at once instead: on
 an idle worker nothing is coming to ride with, and the next request's admission would
 carry the settlement's script on its own path (at c1 its pack and script were ~0.1 ms of
-the admission's ~0.6; docs/performance.md, session 14). Written first on the one
-connection, it is still counted before that admission.
+the admission's ~0.6; docs/performance.md, "Admissions batched per loop turn"). Written
+first on the one connection, it is still counted before that admission.
 
 A request whose client leaves once its admission's calls are out gets nothing, and gives
 back what they took when their replies come (`_given_up`), written after them on the line.
@@ -334,12 +334,12 @@ class RedisAdmitter:
         """The replies to `calls`. On an idle worker (no other request under way, nothing
         out, no settlement waiting to ride) they go at once, from the caller's own task: no
         task to start, no turn of the loop to wait for (two turns and a task: 35–65 µs of
-        a lone request's wait here, docs/performance.md session 15). Otherwise one pipeline
-        of admissions is out at a time: `calls` go with the other admissions asked for in
-        this turn of the loop, or while one is out, with every one asked for until its
-        replies come — so a busy worker's admissions share one write and one wake-up of
-        Redis (each costs the worker ~100 µs of CPU on this machine, most of a budgeted
-        request's extra at c16)."""
+        a lone request's wait here; docs/performance.md, "Admissions batched per loop
+        turn"). Otherwise one pipeline of admissions is out at a time: `calls` go with the
+        other admissions asked for in this turn of the loop, or while one is out, with every
+        one asked for until its replies come — so a busy worker's admissions share one
+        write and one wake-up of Redis (each costs the worker ~100 µs of CPU on this
+        machine, most of a budgeted request's extra at c16)."""
         if self._under_way or self._takes_out or self._queue:
             reply: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
             self._takes.append((calls, reply, given_up))

@@ -187,9 +187,9 @@ def native_for(caller: Caller, body: dict[str, Any], headers: Mapping[str, str])
 def _recorder(caller: Caller, record: RequestRecord, admission: Admission) -> Finish:
     def done(**outcome: Any) -> None:
         # Recorded on the event loop's next turn, by when the answer has been handed to the
-        # server: the client does not wait for the bookkeeping (docs/performance.md,
-        # session 12). The loop runs callbacks in order, so a request that arrives after
-        # the answer left is served after this record; its time is taken now.
+        # server: the client does not wait for the bookkeeping (docs/performance.md, "The
+        # record after the answer"). The loop runs callbacks in order, so a request that
+        # arrives after the answer left is served after this record; its time is taken now.
         elapsed_s = caller.elapsed_s()
         asyncio.get_running_loop().call_soon(record_now, elapsed_s, outcome)
 
