@@ -13,6 +13,7 @@ COPY routing ./routing
 COPY presets ./presets
 COPY audit ./audit
 COPY console ./console
+COPY management_api ./management_api
 COPY fakeupstream ./fakeupstream
 RUN python -m pip wheel --no-deps --wheel-dir /wheels .
 

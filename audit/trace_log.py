@@ -2,7 +2,7 @@
 how a trace is shown — a row of the list (with its attempt chain, so a list needs no
 detail fetch per row) and the detail (the one decision record, R-BEY-1).
 
-Served by the management API (`GET /api/v1/workspaces/{ws}/traces`, audit/trace_api.py)
+Served by the management API (`GET /api/v1/workspaces/{ws}/traces`, management_api/trace_views.py)
 and by `/v1` for a key's own traces (gateway/api/views.py); both read through here, so
 the two cannot filter or show differently. Every filter has an index in its keyset order
 (audit/models.py), pages are keyset cursors (audit/cursor.py), and nothing counts rows."""

@@ -1,5 +1,5 @@
 """The audit log in the console (SPEC R-OBS-4): who changed what and when, each field's
-before and after — the management API's query (audit/audit_api.py), shown for people."""
+before and after — the management API's query (management_api/audit_views.py), shown for people."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from rest_framework.exceptions import APIException
 
-from audit.audit_api import FILTERS, events_page
 from console.access import access
+from management_api.audit_views import FILTERS, events_page
 
 
 @login_required

@@ -5,7 +5,7 @@ to — with the current period's spending and the alerts fired in it; the rate l
 configured; and each route `rate_limit` node with the attached keys' requests so far.
 
 Spending is read once per page from this process's budget store, the one the gateway
-admits with, by the management API's own read (`presets.budget_views.read_counters`) and
+admits with, by the management API's own read (`management_api.runtime.read_counters`) and
 the same counter names the admission code charges (`counter_name` of the workspace's or
 the key name's scope): a route's nodes read the key's counter of their period. A page
 without budgets or route nodes never touches the store. A store that cannot answer makes
@@ -28,8 +28,9 @@ from gateway.admission.budgets import counter_name, key_scope, workspace_scope
 from gateway.admission.limits import LimitUse
 from gateway.errors import ApiError
 from gateway.state import admission_state
-from presets.budget_serializers import is_limiting
-from presets.budget_views import configured_budgets, read_counters, read_limit_usage
+from management_api.budget_serializers import is_limiting
+from management_api.budget_views import configured_budgets
+from management_api.runtime import read_counters, read_limit_usage
 from presets.catalog import catalog_names
 from presets.models import KeySettings, Route
 from routing.engine.routes import BudgetNode, RateLimitNode, RouteInvalid, parse_route

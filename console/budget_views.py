@@ -3,7 +3,7 @@
 three writes — set or replace a budget, delete one, set a scope's rate limits.
 
 Each write asks the one predicate for `edit` first, then validates the form with the
-management API's serializers (presets/budget_serializers.py: `apply`'s rules), so a
+management API's serializers (management_api/budget_serializers.py: `apply`'s rules), so a
 problem reads exactly as the API's 400 says it; a bad form is a 400 re-rendering the page
 with that message and writes nothing. Valid values go through
 `workspaces.budget_services` (atomic, audited) and the page redirects with a message: the
@@ -26,7 +26,7 @@ from console.budget_status import budget_page
 from console.form_writes import validated, write_form
 from console.workspace_config import comma_list, form_number
 from gateway.config.budgets import BUDGET_PERIODS
-from presets.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
+from management_api.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
 from workspaces import budget_services
 from workspaces.budget_models import Budget
 from workspaces.models import ApiKey

@@ -19,7 +19,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import Serializer
 
 from console.access import Access, access
-from workspaces.api import invalid_request
+from management_api.base import invalid_request
 from workspaces.permissions import Action
 
 # Validates the form and calls the service; returns the message to show after the redirect.

@@ -142,7 +142,7 @@ def drf_exception_handler(exc: Exception, context: dict[str, Any]) -> HttpRespon
     if isinstance(exc, exceptions.APIException):
         status = exc.status_code
         detail = exc.detail if isinstance(exc.detail, str) else orjson.dumps(exc.detail).decode()
-        param = getattr(exc, "param", None)  # set by workspaces.api.ApiProblem
+        param = getattr(exc, "param", None)  # set by management_api.base.ApiProblem
         return render_error(ApiError(status, str(detail), code=exc.default_code, param=param))
     log.exception("unhandled error in API view")
     return render_error(ApiError(500, "internal error", code="internal_error"))

@@ -18,20 +18,12 @@ from drf_spectacular.views import SpectacularAPIView
 from gateway.api import openapi, views
 from gateway.api.readiness import healthz, livez, readyz
 
-# The management API (SPEC R-MGT-1): every resource lives under /api/v1/workspaces/{ws}/,
-# each app contributing its own: presets/urls.py presets, routes and `keys` (workspaces'
-# keys viewset extended with the key settings stored in presets, registered there in its
-# place); workspaces/urls.py the other tenancy resources. Served by the full Django stack
-# (sessions, CSRF) because /api/v1/ is not one of gateway/asgi.py's API_PREFIXES.
-WORKSPACE_RESOURCES = "workspaces/<slug:ws>/"
-management_api = [
-    path(f"api/v1/{WORKSPACE_RESOURCES}", include("workspaces.urls")),
-    path(f"api/v1/{WORKSPACE_RESOURCES}", include("presets.urls")),
-    path(f"api/v1/{WORKSPACE_RESOURCES}", include("audit.trace_urls")),
-    path(f"api/v1/{WORKSPACE_RESOURCES}", include("audit.urls")),
-]
+# The management API (SPEC R-MGT-1; management_api/urls.py): every resource lives under
+# /api/v1/workspaces/{ws}/. Served by the full Django stack (sessions, CSRF) because
+# /api/v1/ is not one of gateway/asgi.py's API_PREFIXES.
+management_routes = [path("api/v1/workspaces/<slug:ws>/", include("management_api.urls"))]
 management_schema = SpectacularAPIView.as_view(
-    patterns=management_api,  # only /api/v1: /v1 is described at /v1/openapi.json
+    patterns=management_routes,  # only /api/v1: /v1 is described at /v1/openapi.json
     renderer_classes=[OpenApiJsonRenderer, OpenApiYamlRenderer],  # ?format=yaml for YAML
     custom_settings={
         "TITLE": "Switchyard management API",
@@ -58,7 +50,7 @@ urlpatterns = [
     path("livez", livez),
     path("readyz", readyz),
     path("", include("django_prometheus.urls")),
-    *management_api,
+    *management_routes,
     path("api/v1/schema/", management_schema, name="management-api-schema"),
     path("console/", include("console.urls")),
     path("admin/", admin.site.urls),

@@ -1,6 +1,6 @@
 """Writes to presets and to the settings of API keys (SPEC R-PRE-1, R-KEY-1, D-24,
-R-OBS-4), for the management API (presets/views.py) and the console. Each function runs
-in one transaction and audits itself (`audit.events.record_event`): one AdminEvent per
+R-OBS-4), for the management API (management_api/preset_views.py) and the console. Each
+function runs in one transaction and audits itself (`audit.events.record_event`): one AdminEvent per
 change, with who (`actor`), what (`action`, `target`) and the before/after of every field
 that changed; a write that changes nothing writes no event. Routes are written by
 presets/services.py.

@@ -1,6 +1,6 @@
 """Writes to budgets and rate limits (SPEC R-LIM-1, R-LIM-2, D-24, D-28, R-OBS-4), for the
-management API (presets/budget_views.py, the keys resource) and the console. Values come
-validated (presets/budget_serializers.py applies `apply`'s rules); money is integer
+management API (management_api/budget_views.py, the keys resource) and the console. Values come
+validated (management_api/budget_serializers.py applies `apply`'s rules); money is integer
 micro-dollars. Each function runs in one transaction and audits itself
 (`audit.events.record_event`): one AdminEvent per row that changed, with the before/after
 of each field; a write that changes nothing writes no event.

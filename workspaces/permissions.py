@@ -1,7 +1,7 @@
 """Who may do what in a workspace (SPEC D-30, R-MGT-1): the one permission predicate.
 
 Owner and admin change things; member reads everything and may use what only reads,
-such as `explain`; viewer reads. The management API (`workspaces.api.RoleAllows`) and the
+such as `explain`; viewer reads. The management API (`management_api.base.RoleAllows`) and the
 console both ask `allows(role, action)`, so they cannot disagree. Pure: no Django.
 
 Seeing a secret again is not an action: no role may, after it was saved.

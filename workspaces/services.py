@@ -34,7 +34,7 @@ from workspaces.permissions import Role
 from workspaces.secrets import owner_aad, seal
 
 # The fields of an API key `update_api_key` may change; a change that adds a stored key
-# setting adds its field here (and to the serializers, workspaces/serializers.py).
+# setting adds its field here (and to the serializers, management_api/tenancy_serializers.py).
 EDITABLE_KEY_FIELDS = ("name", "expires_at")
 
 

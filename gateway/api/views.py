@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable
 from typing import Any
 
 from adrf.views import APIView
-from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
@@ -43,7 +41,6 @@ from gateway.state import request_state
 from gateway.state.db_thread import in_db_thread
 from routing.engine.live import WINDOW_S
 from workspaces.models import ApiKey
-from workspaces.views import credential_health_requested
 
 
 @csrf_exempt
@@ -112,14 +109,6 @@ async def health(request: HttpRequest) -> HttpResponseBase:
             workspace.id, workspace.credentials.keys(), now
         )
     return json_response(shown)
-
-
-@receiver(credential_health_requested, dispatch_uid="gateway-credential-health")
-def _credential_health(
-    sender: object, *, workspace_id: int, providers: Iterable[str], **kwargs: Any
-) -> dict[str, dict[str, object]]:
-    """The management API's `health` of a workspace's credentials: what `/health` shows."""
-    return request_state.credentials_health(workspace_id, providers, time.time())
 
 
 @require_GET

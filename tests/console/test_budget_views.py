@@ -35,7 +35,7 @@ from gateway.state.snapshot_budgets import Governed, load_governance
 from presets.preset_services import set_key_settings
 from presets.services import deploy_route, save_route
 from routing.engine.routes.periods import period_bounds
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import Budget, BudgetAlert, RateLimit, Workspace
 from workspaces.services import CredentialRules, create_credential
 

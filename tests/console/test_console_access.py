@@ -21,7 +21,7 @@ from console.urls import urlpatterns
 from gateway.config.apply import apply_config
 from presets.services import deploy_route, save_route
 from tests.console.conftest import PASSWORD, ROLES
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import ApiKey, Budget, ProviderCredential, Workspace
 from workspaces.permissions import allows
 from workspaces.services import (

@@ -9,7 +9,7 @@ import pytest
 
 from audit.models import AdminEvent
 from gateway.state.snapshot_load import read_version
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import Policy, Workspace
 
 pytestmark = pytest.mark.django_db

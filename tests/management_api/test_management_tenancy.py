@@ -11,8 +11,8 @@ import uuid
 import pytest
 from django.urls import URLPattern, URLResolver
 
-from gateway.urls import management_api
-from tests.presets.clients import client_as
+from gateway.urls import management_routes
+from tests.management_api.clients import client_as
 from workspaces.models import Workspace
 from workspaces.services import create_api_key
 
@@ -51,7 +51,7 @@ def _url(route: str, ws: str) -> str:
 
 @pytest.fixture
 def urls() -> list[str]:
-    found = sorted({_url(route, "acme") for route in _routes(management_api)})
+    found = sorted({_url(route, "acme") for route in _routes(management_routes)})
     assert len(found) >= 15, found  # keys, presets, routes…, budgets, traces, audit at least
     return found
 

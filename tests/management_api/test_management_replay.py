@@ -14,7 +14,7 @@ from audit.models import RequestTrace
 from presets.models import KeySettings
 from presets.services import deploy_route, save_route
 from routing.models import Endpoint, Model, Provider
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import Workspace
 from workspaces.services import create_api_key
 

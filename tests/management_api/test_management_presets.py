@@ -12,7 +12,7 @@ from audit.models import AdminEvent
 from gateway.config.apply import apply_config
 from gateway.config.fields import ConfigError
 from presets.models import KeySettings, Preset
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import Membership, Workspace
 
 PRESETS = "/api/v1/workspaces/acme/presets"

@@ -4,9 +4,9 @@
 Presets and route bodies are validated by the rules `manage.py apply` uses
 (`gateway.config.workspaces.parse_preset`, `routing.engine.routes.parse_route`), not by
 these serializers: for those, a serializer renders the response and describes the body
-in the OpenAPI schema. The key serializers extend `workspaces.serializers` with the key's
-settings, which live here because workspaces may not import presets, and with the budget
-and rate limits of its name (presets/budget_serializers.py).
+in the OpenAPI schema. The key serializers extend tenancy_serializers.py's with the key's
+settings, stored in presets, and with the budget and rate limits of its name
+(budget_serializers.py).
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from presets.budget_serializers import (
+from management_api.budget_serializers import (
     BudgetRuleSerializer,
     RateLimitsSerializer,
     key_budgets_by_name,
     key_limits_by_name,
 )
-from presets.models import KeySettings, Preset, Route, RouteVersion
-from presets.services import MAX_MESSAGE_CHARS
-from workspaces.models import ApiKey, Budget, RateLimit
-from workspaces.serializers import (
+from management_api.tenancy_serializers import (
     ApiKeySerializer,
     IssuedApiKeySerializer,
     ManagementSerializer,
 )
+from presets.models import KeySettings, Preset, Route, RouteVersion
+from presets.services import MAX_MESSAGE_CHARS
+from workspaces.models import ApiKey, Budget, RateLimit
 
 SLUG_MAX_CHARS = 64  # Preset.slug, Route.slug
 

@@ -1,16 +1,16 @@
 """The management API's shared parts (`/api/v1/workspaces/{ws}/…`, SPEC R-MGT-1): the
 base views every resource of every app builds on, and how they fail.
 
-A request goes: authenticate (`workspaces.authentication`; nobody → 401) → resolve `{ws}`
+A request goes: authenticate (`management_api.authentication`; nobody → 401) → resolve `{ws}`
 to the workspace and the caller's role in it (no role there → 404, not 403: another
 workspace's token must not learn that it exists) → the one predicate,
 `workspaces.permissions.allows(role, action)` (→ 403). The action is `read` for safe
 methods and `edit` for the others unless the view says otherwise in
 `action_permissions` (e.g. `{"explain": Action.USE}`).
 
-Errors are DRF exceptions that `gateway.errors.drf_exception_handler` renders in the API's
-envelope; this module cannot import it (workspaces imports nothing of ours but audit).
-A validation error becomes one 400 listing every problem as `path: message`.
+Errors are DRF exceptions that `gateway.errors.drf_exception_handler` (REST_FRAMEWORK's
+EXCEPTION_HANDLER) renders in the API's envelope. A validation error becomes one 400
+listing every problem as `path: message`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
-from workspaces.authentication import InvalidToken, ManagementTokenAuthentication
+from management_api.authentication import InvalidToken, ManagementTokenAuthentication
+from management_api.schema import ManagementAutoSchema
 from workspaces.models import ManagementToken, Membership, Workspace
 from workspaces.permissions import Action, allows
-from workspaces.schema import ManagementAutoSchema
 
 
 class ApiProblem(exceptions.APIException):

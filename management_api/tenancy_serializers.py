@@ -89,7 +89,7 @@ class ApiKeySerializer(ManagementSerializer, serializers.ModelSerializer):
     # (Its docstring is the schema's description.) Writable: `name`, `expires_at`. To add
     # a field stored on `ApiKey`: declare it, add it to `Meta.fields` and, if it can be
     # changed, to `services.EDITABLE_KEY_FIELDS`. For data stored elsewhere (key settings
-    # in presets), subclass this, see `workspaces.views.ApiKeyViewSet`.
+    # in presets), subclass this, see `management_api.tenancy_views.ApiKeyViewSet`.
 
     id = serializers.CharField(
         source="lookup_id", read_only=True, help_text="the key's lookup id; used in URLs"

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.db import IntegrityError
 
 from audit.models import AdminEvent
-from workspaces.authentication import verify_management_token
+from management_api.authentication import verify_management_token
 from workspaces.keys import generate_key, generate_token, split_key, split_token
 from workspaces.models import ManagementToken
 from workspaces.services import (

@@ -24,9 +24,9 @@ from rest_framework.response import Response
 from gateway.config.apply import apply_config, workspace_section
 from gateway.config.export import policy_document
 from gateway.config.fields import ConfigError
-from workspaces.api import WorkspaceScopedAPIView, invalid
+from management_api.base import WorkspaceScopedAPIView, invalid
+from management_api.schema import ErrorSerializer
 from workspaces.models import Policy
-from workspaces.schema import ErrorSerializer
 
 PREFIX = "workspaces[0].policy."  # the validator's paths, as the body names the fields
 

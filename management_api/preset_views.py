@@ -15,7 +15,7 @@ R-KEY-1, D-24, D-25), under `/api/v1/workspaces/{ws}/`:
     GET    routes/{slug}/diff?from=N&to=M   the diff; `to` default: the deployed (read)
     POST   routes/{slug}/deploy          {version} default: the newest (edit)
     POST   routes/{slug}/rollback        {version} default: the one deployed before (edit)
-    keys, keys/{id}                      workspaces.views' keys, with the settings, the
+    keys, keys/{id}                      management_api.tenancy_views' keys, with the settings, the
                                          budget and the rate limits of the key's name
                                          (GET), PATCH of them (edit); budget and limits
                                          on create too
@@ -49,10 +49,9 @@ from gateway.config.fields import Issues
 from gateway.config.types import PresetSpec
 from gateway.config.workspaces import parse_preset
 from gateway.replay import parse_duration, replay_route
-from presets import preset_services
-from presets.budget_serializers import key_budgets_by_name, key_limits_by_name
-from presets.models import Preset, Route, RouteVersion
-from presets.serializers import (
+from management_api.base import ApiProblem, WorkspaceScopedViewSet, invalid, not_found
+from management_api.budget_serializers import key_budgets_by_name, key_limits_by_name
+from management_api.preset_serializers import (
     ApiKeyCreateSerializer,
     ApiKeyWithSettingsSerializer,
     IssuedApiKeyWithSettingsSerializer,
@@ -70,6 +69,10 @@ from presets.serializers import (
     VersionChoiceSerializer,
     key_settings_by_name,
 )
+from management_api.schema import ErrorSerializer
+from management_api.tenancy_views import REFUSALS, ApiKeyViewSet, refusal
+from presets import preset_services
+from presets.models import Preset, Route, RouteVersion
 from presets.services import (
     MAX_MESSAGE_CHARS,
     RouteError,
@@ -80,13 +83,10 @@ from presets.services import (
 )
 from routing.engine.routes import RouteInvalid
 from workspaces import budget_services
-from workspaces.api import ApiProblem, WorkspaceScopedViewSet, invalid, not_found
 from workspaces.budget_services import LimitValues
 from workspaces.models import ApiKey, Workspace
 from workspaces.permissions import Action
-from workspaces.schema import ErrorSerializer
 from workspaces.services import CreatedKey
-from workspaces.views import REFUSALS, ApiKeyViewSet, refusal
 
 SLUG_PATTERN = "[-a-zA-Z0-9_]+"  # gateway.config.fields.SLUG, Django's SlugField
 
@@ -477,7 +477,7 @@ class ApiKeyWithSettingsViewSet(ApiKeyViewSet):
     within 2 s. A rename carries the settings, budgets and limits to the new name; it is
     refused when that name has some of its own."""
 
-    # Registered as `keys` in place of workspaces.views.ApiKeyViewSet (presets/urls.py).
+    # Registered as `keys` (management_api/urls.py) in place of tenancy_views.ApiKeyViewSet.
     # A key is created with name, expiry, budget and limits; its other settings are
     # PATCHed (or written beforehand for its name, by `apply`).
 

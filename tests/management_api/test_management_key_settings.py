@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from audit.models import AdminEvent
 from presets.models import KeySettings, Preset, Route
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import ApiKey, Workspace
 from workspaces.services import create_api_key, revoke_api_key
 

@@ -2,7 +2,7 @@
 `GET /api/v1/workspaces/{ws}/audit`, its AdminEvents newest first, filtered by query
 parameters and paged by cursor (audit/cursor.py: keyset, no `COUNT(*)`).
 
-Built on `workspaces.api.WorkspaceScopedAPIView`, so a request is authenticated, another
+Built on `management_api.base.WorkspaceScopedAPIView`, so a request is authenticated, another
 workspace's token gets a 404, and the one predicate decides (`read`: every role, a viewer
 too). Only the workspace's own events are listed; an apply's run event (no workspace: the
 catalog) never is. The services wrote the events (audit/events.py); this view only reads
@@ -23,9 +23,9 @@ from rest_framework.response import Response
 
 from audit.cursor import MAX_LIMIT, Cursor, page, parse_limit
 from audit.models import AdminEvent
-from workspaces.api import WorkspaceScopedAPIView, invalid
+from management_api.base import WorkspaceScopedAPIView, invalid
+from management_api.schema import ErrorSerializer
 from workspaces.models import Workspace
-from workspaces.schema import ErrorSerializer
 
 FILTERS = ("action", "actor", "target", "since", "until")
 PARAMETERS = (*FILTERS, "cursor", "limit")

@@ -23,7 +23,7 @@ from routing.models import Model, Provider
 
 # `guarded`, a fixture: a route whose v2 splits traffic onto a guarded canary node
 from tests.gateway.test_rollout_guard import NOW, guarded, traces  # noqa: F401
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import ApiKey, Workspace
 from workspaces.services import create_api_key
 

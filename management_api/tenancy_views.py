@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.dispatch import Signal
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status
@@ -27,25 +26,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from workspaces import services
-from workspaces.api import ApiProblem, WorkspaceScopedViewSet, invalid
-from workspaces.models import ApiKey, ProviderCredential
-from workspaces.serializers import (
+from management_api import runtime
+from management_api.base import ApiProblem, WorkspaceScopedViewSet, invalid
+from management_api.tenancy_serializers import (
     ApiKeySerializer,
     CredentialReplaceSerializer,
     CredentialSerializer,
     IssuedApiKeySerializer,
 )
+from workspaces import services
+from workspaces.models import ApiKey, ProviderCredential
 
 # A service's refusal of a user's request is a 400; the service wrote nothing.
 REFUSALS = (services.DuplicateName, services.InvalidName, services.KeyRevoked)
 SLUG_PATTERN = "[-a-zA-Z0-9_]+"  # a provider slug (Django's SlugField)
-
-# Sent for the live health of a workspace's credentials, as
-# `send(sender, workspace_id=…, providers=[…])`; a receiver answers {provider: health}.
-# The gateway's state answers it (gateway/api/views.py): this app may not import the
-# gateway, which imports this app.
-credential_health_requested = Signal()
 
 
 def refusal(exc: Exception) -> ApiProblem:
@@ -73,11 +67,9 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceS
     """The workspace's API keys (`/v1` credentials). A key's secret is shown once, in the
     response that created it; revoking is final and reaches every gateway within 2 s."""
 
-    # (Its docstring is the schema's description.) To extend the resource, e.g. with key
-    # settings stored in presets: subclass the serializers (Meta.fields += ...) and this
-    # viewset, set `serializer_class` / `issued_serializer_class`, extend
-    # `perform_create` / `perform_update` inside one `transaction.atomic()` around
-    # `super()`, and register the subclass under `keys` in place of this one.
+    # (Its docstring is the schema's description.) The `keys` resource served is its
+    # subclass with the settings, budget and limits of each key's name
+    # (preset_views.ApiKeyWithSettingsViewSet).
 
     queryset = ApiKey.objects.order_by("-created_at", "-id")
     serializer_class = ApiKeySerializer
@@ -173,13 +165,7 @@ class CredentialViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Worksp
         return {**context, "health": self._health(providers)}
 
     def _health(self, providers: list[str]) -> dict[str, Any]:
-        health: dict[str, Any] = {}
-        answers = credential_health_requested.send(
-            sender=type(self), workspace_id=self.workspace.pk, providers=providers
-        )
-        for _receiver, answer in answers:
-            health.update(answer or {})
-        return health
+        return dict(runtime.credentials_health(self.workspace.pk, providers))
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         body = self.get_serializer(data=request.data)

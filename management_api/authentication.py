@@ -9,7 +9,7 @@ Two ways in, tried in this order:
 - The console's Django session (DRF's `SessionAuthentication`, which enforces CSRF on
   unsafe methods); the role is the user's Membership in the workspace of the URL.
 
-What a request may do in that workspace is decided afterwards, in `workspaces.api`.
+What a request may do in that workspace is decided afterwards, in `management_api.base`.
 """
 
 from __future__ import annotations

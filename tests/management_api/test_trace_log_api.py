@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from audit.models import RequestTrace
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import ApiKey, Workspace
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

@@ -7,7 +7,7 @@ under `/api/v1/workspaces/{ws}/`:
     GET    limits         the workspace's and each key name's rate limits (read)
     PUT    limits         set one scope's limits; all null removes them (edit)
 
-A key's own budget and limits are also fields of the keys resource (presets/views.py).
+A key's own budget and limits are also fields of the keys resource (management_api/preset_views.py).
 
 Spending is read from this process's budget store — the one the gateway admits with
 (`admission_state.stores()`: Redis, the database, or this process on SQLite) — for each
@@ -19,23 +19,20 @@ and never touch the store.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gateway.admission.budget_store import BudgetStoreUnavailable, CounterState
+from gateway.admission.budget_store import CounterState
 from gateway.admission.budgets import counter_name, key_scope, workspace_scope
-from gateway.admission.limits import LimitStoreUnavailable, LimitUse
-from gateway.errors import ApiError
-from gateway.state import admission_state
-from gateway.state.snapshot_budgets import limit_spec
-from presets.budget_serializers import (
+from management_api import runtime
+from management_api.base import WorkspaceScopedAPIView, WorkspaceScopedViewSet, invalid
+from management_api.budget_serializers import (
     PERIOD_ORDER,
     BudgetBodySerializer,
     BudgetSerializer,
@@ -49,11 +46,10 @@ from presets.budget_serializers import (
     micros_as_usd,
     policy_budget_shown,
 )
+from management_api.schema import ErrorSerializer
 from routing.engine.routes.periods import period_bounds
 from workspaces import budget_services
-from workspaces.api import WorkspaceScopedAPIView, WorkspaceScopedViewSet, invalid
 from workspaces.models import Budget, Policy, RateLimit, Workspace
-from workspaces.schema import ErrorSerializer
 
 UNAVAILABLE = OpenApiResponse(
     ErrorSerializer, description="The budget store cannot answer (code `budget_store_unavailable`)."
@@ -64,47 +60,6 @@ def _body(request: Request, shape: str) -> Mapping[str, Any]:
     if not isinstance(request.data, Mapping):
         raise invalid(f"Expected a JSON object: {shape}.")
     return request.data
-
-
-def read_counters(counters: Sequence[str]) -> dict[str, CounterState]:
-    """The counters' state in this process's store. The view is sync: the read runs on
-    the event loop (under ASGI, the worker's own, where the store's Redis client lives)."""
-
-    async def read() -> dict[str, CounterState]:
-        return await admission_state.stores().budgets.read(counters)
-
-    try:
-        return async_to_sync(read)()
-    except BudgetStoreUnavailable as error:
-        raise ApiError(
-            503,
-            "Budget spending cannot be read right now; try again.",
-            code="budget_store_unavailable",
-            headers={"Retry-After": "1"},
-        ) from error
-
-
-def read_limit_usage(
-    rows: Sequence[RateLimit], now: float
-) -> dict[str, dict[str, LimitUse]] | None:
-    """{key name ("" for the workspace): {kind: in use}}, or None when the store cannot
-    answer. One read for every scope; none when nothing is limited."""
-    specs = [limit_spec(row) for row in rows]
-    if not specs:
-        return {}
-    names = {spec.scope: row.key_name for spec, row in zip(specs, rows, strict=True)}
-
-    async def read() -> list[LimitUse]:
-        return await admission_state.stores().limits.usage(specs, now=now)
-
-    try:
-        found = async_to_sync(read)()
-    except LimitStoreUnavailable:
-        return None
-    uses: dict[str, dict[str, LimitUse]] = {}
-    for use in found:
-        uses.setdefault(names[use.scope], {})[use.kind.value] = use
-    return uses
 
 
 def configured_budgets(workspace: Workspace) -> list[dict[str, Any]]:
@@ -133,7 +88,7 @@ def with_spending(
     store read (as a request without one never touches the store)."""
     for row in rows:
         row["counter"] = counter_name(_scope(workspace, row["key_name"]), row["period"], now)
-    states = read_counters(sorted({row["counter"] for row in rows})) if rows else {}
+    states = runtime.read_counters(sorted({row["counter"] for row in rows})) if rows else {}
     for row in rows:
         state = states.get(row["counter"], CounterState())
         start, end = period_bounds(row["period"], now)
@@ -208,7 +163,7 @@ class RateLimitView(WorkspaceScopedAPIView):
     def get(self, request: Request, ws: str) -> Response:
         rows = RateLimit.objects.filter(workspace=self.workspace).order_by("key_name")
         limiting = [row for row in rows if is_limiting(row)]
-        uses = read_limit_usage(limiting, time.time())
+        uses = runtime.read_limit_usage(limiting, time.time())
         shown = [
             {
                 **limits_shown(row.key_name, row),

@@ -25,7 +25,7 @@ from gateway.models import ConfigVersion
 from gateway.state import admission_state
 from gateway.state.db_thread import close_connections
 from routing.engine.routes.periods import period_bounds
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import ApiKey, Budget, Policy, RateLimit, SpendEntry, Workspace
 from workspaces.services import create_api_key
 

@@ -1,7 +1,7 @@
 """How the management API describes itself in OpenAPI (drf-spectacular; served at
 `GET /api/v1/schema/`, gateway/urls.py).
 
-`ManagementAutoSchema` is the schema of every `workspaces.api` view: it tags an operation
+`ManagementAutoSchema` is the schema of every `management_api.base` view: it tags an operation
 with its resource (the path segment after `{ws}`) and adds the error responses every
 operation can give, in the envelope `gateway.errors` renders (R-API-3). The token
 authentication is described as an HTTP bearer scheme; DRF's session authentication is
@@ -64,7 +64,7 @@ class ManagementAutoSchema(AutoSchema):
 
 
 class ManagementTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "workspaces.authentication.ManagementTokenAuthentication"
+    target_class = "management_api.authentication.ManagementTokenAuthentication"
     name = "managementToken"
 
     def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:

@@ -20,9 +20,9 @@ from rest_framework.response import Response
 
 from audit import trace_log
 from audit.models import RequestTrace
-from workspaces.api import WorkspaceScopedAPIView, invalid, not_found
+from management_api.base import WorkspaceScopedAPIView, invalid, not_found
+from management_api.schema import ErrorSerializer
 from workspaces.models import ApiKey
-from workspaces.schema import ErrorSerializer
 
 FILTER_PARAMETERS = [
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="From this time (inclusive)."),

@@ -1,4 +1,4 @@
-"""A management-API client acting with a new token of one role (tests/presets)."""
+"""A management-API client acting with a new token of one role (tests/management_api)."""
 
 from __future__ import annotations
 

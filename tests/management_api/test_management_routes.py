@@ -13,7 +13,7 @@ from audit.models import AdminEvent
 from presets.models import Route, RouteDeployment, RouteVersion
 from presets.services import deploy_route, save_route
 from routing.models import Model, Provider
-from tests.presets.clients import client_as
+from tests.management_api.clients import client_as
 from workspaces.models import Workspace
 
 ROUTES = "/api/v1/workspaces/acme/routes"
