@@ -24,7 +24,7 @@ import pytest
 from fakeupstream.process import free_port
 from gateway.processes import running_gateway
 from tests.live.installation import Live
-from tests.presets.test_budgets_limits_api import WS
+from tests.management_api.test_budgets_limits_api import WS
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.live
