@@ -20,7 +20,7 @@ R-KEY-1, D-24, D-25), under `/api/v1/workspaces/{ws}/`:
                                          (GET), PATCH of them (edit); budget and limits
                                          on create too
 
-Thin: validate by the rules `apply` uses (presets: `gateway.config.workspaces.parse_preset`;
+Thin: validate by the rules `apply` uses (presets: `declarative.workspaces.parse_preset`;
 routes: the engine's `parse_route`, inside `presets.services.save_route`), write through
 `presets.services` (routes) and `presets.preset_services` (presets, key settings), render.
 """
@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Max
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -45,9 +44,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from gateway.config.fields import Issues
-from gateway.config.types import PresetSpec
-from gateway.config.workspaces import parse_preset
+from declarative.fields import Issues
+from declarative.types import PresetSpec
+from declarative.workspaces import parse_preset
 from gateway.replay import parse_duration, replay_route
 from management_api.base import ApiProblem, WorkspaceScopedViewSet, invalid, not_found
 from management_api.budget_serializers import key_budgets_by_name, key_limits_by_name
@@ -83,12 +82,11 @@ from presets.services import (
 )
 from routing.engine.routes import RouteInvalid
 from workspaces import budget_services
-from workspaces.budget_services import LimitValues
-from workspaces.models import ApiKey, Workspace
+from workspaces.models import ApiKey
 from workspaces.permissions import Action
 from workspaces.services import CreatedKey
 
-SLUG_PATTERN = "[-a-zA-Z0-9_]+"  # gateway.config.fields.SLUG, Django's SlugField
+SLUG_PATTERN = "[-a-zA-Z0-9_]+"  # declarative.fields.SLUG, Django's SlugField
 
 
 def _error(description: str) -> OpenApiResponse:
@@ -443,19 +441,6 @@ class RouteViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceSc
 # Keys with their settings -----------------------------------------------------------
 
 
-KEY_LIMIT_FIELDS = ("budget", "limits")  # of the key's name, in presets/budget_serializers
-
-
-def _write_key_limits(
-    workspace: Workspace, name: str, changes: Mapping[str, Any], *, actor: str
-) -> None:
-    if "budget" in changes:
-        budget_services.set_key_budget(workspace, name, changes["budget"], actor=actor)
-    if "limits" in changes:
-        limits = changes["limits"] or LimitValues()  # null: none
-        budget_services.set_rate_limits(workspace, name, limits, actor=actor)
-
-
 @extend_schema_view(
     list=extend_schema(summary="List the workspace's API keys, newest first, with settings"),
     retrieve=extend_schema(summary="One API key with the settings of its name"),
@@ -498,24 +483,26 @@ class ApiKeyWithSettingsViewSet(ApiKeyViewSet):
         return context
 
     def perform_create(self, body: BaseSerializer) -> CreatedKey:
-        limits = {f: body.validated_data[f] for f in KEY_LIMIT_FIELDS if f in body.validated_data}
-        with transaction.atomic():
-            created = super().perform_create(body)
-            _write_key_limits(self.workspace, created.api_key.name, limits, actor=self.actor)
-        return created
+        data = body.validated_data
+        try:
+            return preset_services.create_key_with_limits(
+                self.workspace,
+                name=data.get("name"),
+                expires_at=data.get("expires_at"),
+                limits={f: data[f] for f in preset_services.KEY_LIMIT_FIELDS if f in data},
+                actor=self.actor,
+            )
+        except REFUSALS as exc:
+            raise refusal(exc) from None
 
     def perform_update(self, key: ApiKey, body: BaseSerializer) -> ApiKey:
         changes = dict(body.validated_data)
         settings = {f: changes.pop(f) for f in preset_services.EDITABLE_SETTINGS if f in changes}
-        limits = {f: changes.pop(f) for f in KEY_LIMIT_FIELDS if f in changes}
+        limits = {f: changes.pop(f) for f in preset_services.KEY_LIMIT_FIELDS if f in changes}
         try:
-            with transaction.atomic():  # a refusal below undoes the rename too
-                updated = preset_services.update_key(key, changes, settings, actor=self.actor)
-                if updated.name != key.name:
-                    budget_services.carry_to_new_name(
-                        self.workspace, key.name, updated.name, actor=self.actor
-                    )
-                _write_key_limits(self.workspace, updated.name, limits, actor=self.actor)
+            updated = preset_services.update_key_with_settings(
+                key, changes, settings, limits, actor=self.actor
+            )
         except REFUSALS as exc:
             raise refusal(exc) from None
         except preset_services.SettingsInvalid as exc:

@@ -26,15 +26,18 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from audit.events import diff, record_event
-from gateway.config.workspaces import PRESET_KEYS
+from declarative.workspaces import PRESET_KEYS
 from presets.models import KeySettings, Preset, Route
+from workspaces import budget_services
+from workspaces.budget_services import LimitValues
 from workspaces.models import ApiKey, Workspace
-from workspaces.services import update_api_key
+from workspaces.services import CreatedKey, create_api_key, update_api_key
 
 # The columns of a preset besides its slug: the keys of a preset in `apply`'s file.
 PRESET_FIELDS = tuple(key for key in PRESET_KEYS if key != "slug")
 # What the management API may change of a key's settings; `expires_at` is `apply`'s.
 EDITABLE_SETTINGS = ("allowed_models", "preset", "routes")
+KEY_LIMIT_FIELDS = ("budget", "limits")  # a key's name's budget and rate limits
 # The settings of a name without a row: what the gateway applies then.
 NO_SETTINGS: dict[str, Any] = {
     "expires_at": None,
@@ -112,7 +115,7 @@ def _preset_values(values: Mapping[str, Any]) -> dict[str, Any]:
 def create_preset(
     workspace: Workspace, slug: str, values: Mapping[str, Any], *, actor: str
 ) -> Preset:
-    """A new preset (values validated by the caller, `gateway.config.workspaces
+    """A new preset (values validated by the caller, `declarative.workspaces
     .parse_preset`). Raises `DuplicatePreset`, and then writes nothing."""
     columns = _preset_values(values)
     taken = DuplicatePreset(f"workspace {workspace.slug!r} already has a preset {slug!r}")
@@ -279,3 +282,51 @@ def update_key(
         if settings_changes:
             set_key_settings(workspace, updated.name, settings_changes, actor=actor)
     return updated
+
+
+def create_key_with_limits(
+    workspace: Workspace,
+    *,
+    name: str | None,
+    expires_at: Any,
+    limits: Mapping[str, Any],
+    actor: str,
+) -> CreatedKey:
+    """A new key (`create_api_key`) and, in the same transaction, the budget and rate
+    limits of its name (`limits`: any of KEY_LIMIT_FIELDS). Raises what `create_api_key`
+    raises; then nothing is written."""
+    with transaction.atomic():
+        created = create_api_key(workspace, name=name, expires_at=expires_at, actor=actor)
+        _set_key_limits(workspace, created.api_key.name, limits, actor=actor)
+    return created
+
+
+def update_key_with_settings(
+    key: ApiKey,
+    key_changes: Mapping[str, Any],
+    settings_changes: Mapping[str, Any],
+    limits: Mapping[str, Any],
+    *,
+    actor: str,
+) -> ApiKey:
+    """`update_key`, and in the same transaction the budget and rate limits of the key's
+    name: a rename carries them to the new name (`budget_services.carry_to_new_name`),
+    then `limits` (any of KEY_LIMIT_FIELDS) are set. Raises what `update_key` and
+    `carry_to_new_name` raise (`LimitsNameTaken`: the new name has limits of its own);
+    then nothing is written, the rename included. Each part writes its own audit events."""
+    with transaction.atomic():
+        updated = update_key(key, key_changes, settings_changes, actor=actor)
+        if updated.name != key.name:
+            budget_services.carry_to_new_name(key.workspace, key.name, updated.name, actor=actor)
+        _set_key_limits(updated.workspace, updated.name, limits, actor=actor)
+    return updated
+
+
+def _set_key_limits(
+    workspace: Workspace, name: str, limits: Mapping[str, Any], *, actor: str
+) -> None:
+    if "budget" in limits:
+        budget_services.set_key_budget(workspace, name, limits["budget"], actor=actor)
+    if "limits" in limits:
+        values = limits["limits"] or LimitValues()  # null: none
+        budget_services.set_rate_limits(workspace, name, values, actor=actor)
