@@ -14,6 +14,7 @@ COPY presets ./presets
 COPY audit ./audit
 COPY console ./console
 COPY management_api ./management_api
+COPY declarative ./declarative
 COPY fakeupstream ./fakeupstream
 RUN python -m pip wheel --no-deps --wheel-dir /wheels .
 

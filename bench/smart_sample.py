@@ -122,7 +122,7 @@ class SampleReport:
 
 def load_demo(path: Path = DEMO_CONFIG) -> DemoSetup:
     """The demo workspace's tier settings and its alias's targets with their prices, read
-    with `gateway.config.schema.parse_config` (the schema `manage.py apply` uses)."""
+    with `declarative.schema.parse_config` (the schema `manage.py apply` uses)."""
     config = _parse(path)
     workspace = next(w for w in config.workspaces if w.slug == WORKSPACE)
     tier_settings = tiers.tier_config(workspace.smart_routing)
@@ -154,8 +154,8 @@ def _parse(path: Path) -> Any:
     if not apps.ready:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
         django.setup()
+    from declarative.schema import parse_config
     from gateway.config.apply import vocabulary
-    from gateway.config.schema import parse_config
 
     return parse_config(yaml.safe_load(path.read_text()), vocabulary=vocabulary(), environ={})
 

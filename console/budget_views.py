@@ -25,7 +25,7 @@ from console.access import Access, access
 from console.budget_status import budget_page
 from console.form_writes import validated, write_form
 from console.workspace_config import comma_list, form_number
-from gateway.config.budgets import BUDGET_PERIODS
+from declarative.budgets import BUDGET_PERIODS
 from management_api.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
 from workspaces import budget_services
 from workspaces.budget_models import Budget

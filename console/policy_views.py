@@ -23,9 +23,9 @@ from console.access import Access, access
 from console.policy_form import FIELDS, MODES, RESIDENCY, document_of, form_values
 from console.policy_preview import ModelPreview, preview
 from console.workspace_config import problems, section
+from declarative.fields import ConfigError
 from gateway.config.apply import apply_config, parse
 from gateway.config.export import policy_document
-from gateway.config.fields import ConfigError
 from gateway.state.snapshot_load import catalog_endpoints, policy_view
 from workspaces.models import Policy
 from workspaces.permissions import Action

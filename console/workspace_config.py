@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from declarative.fields import ConfigError
 from gateway.config.apply import workspace_section
-from gateway.config.fields import ConfigError
 from workspaces.models import Workspace
 
 

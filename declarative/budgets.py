@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from gateway.config.fields import Fields, to_micros
-from gateway.config.types import BudgetSpec, LimitsSpec
+from declarative.fields import Fields, to_micros
+from declarative.types import BudgetSpec, LimitsSpec
 
 BUDGET_KEYS = ("period", "usd", "alerts")
 LIMIT_KEYS = ("requests_per_minute", "tokens_per_minute", "concurrent")

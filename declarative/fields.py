@@ -16,7 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
-from gateway.config.types import Secret
+from declarative.types import Secret
 
 SLUG = re.compile(r"[-a-zA-Z0-9_]+")  # Django's SlugField
 MODEL_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._:-]*")  # SPEC D-11
@@ -189,7 +189,8 @@ class Fields:
         elif maximum is not None and value > maximum:
             self.error(key, f"must be ≤ {maximum:g}")
         else:
-            return value
+            number: float = value  # (an int stays an int)
+            return number
         return 0.0
 
     def money(self, key: str, *, optional: bool = False) -> Decimal | None:

@@ -5,7 +5,7 @@ order. A name with no key yet is fine: its settings apply once `createkey --name
 `expires_at` is a date (the key works to the end of that day, UTC) or an ISO datetime; a
 past value is accepted and the key is then expired. A preset or route must be declared in
 the same workspace of this file or already stored. `budget` and `limits` are the key's
-own (R-LIM-1/2; gateway/config/budgets.py). Pure: no Django.
+own (R-LIM-1/2; declarative/budgets.py). Pure: no Django.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import UTC, date, datetime, time, timedelta
 
-from gateway.config.budgets import BUDGET_KEYS, LIMIT_KEYS, parse_budget, parse_limits
-from gateway.config.fields import SLUG, Fields, check_unique
-from gateway.config.types import BudgetSpec, KeySpec
+from declarative.budgets import BUDGET_KEYS, LIMIT_KEYS, parse_budget, parse_limits
+from declarative.fields import SLUG, Fields, check_unique
+from declarative.types import BudgetSpec, KeySpec
 
 KEY_KEYS = ("name", "expires_at", "allowed_models", "preset", "routes", "limits", "budget")
 MAX_NAME_CHARS = 100  # ApiKey.name

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gateway.config.fields import Fields, check_unique, is_json
-from gateway.config.types import RouteSpec
+from declarative.fields import Fields, check_unique, is_json
+from declarative.types import RouteSpec
 from routing.engine.resolve import CatalogNames
 from routing.engine.routes import RouteInvalid, parse_route
 

@@ -1,5 +1,5 @@
 """Validation of a parsed configuration file (shape in docs/configuration.md) into the
-frozen values of `gateway.config.types`.
+frozen values of `declarative.types`.
 
 `parse_config` checks every field, rejects unknown keys, reads each `api_key_env` from the
 environment it is handed, and checks references between sections and against what the
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from gateway.config.fields import (
+from declarative.fields import (
     MODEL_SLUG,
     NAME,
     SLUG,
@@ -29,7 +29,7 @@ from gateway.config.fields import (
     read_timeouts,
     read_url,
 )
-from gateway.config.types import (
+from declarative.types import (
     Config,
     EndpointSpec,
     Existing,
@@ -38,7 +38,7 @@ from gateway.config.types import (
     VirtualModelSpec,
     Vocabulary,
 )
-from gateway.config.workspaces import parse_workspaces
+from declarative.workspaces import parse_workspaces
 from routing.engine.adaptive import OBJECTIVES
 from routing.engine.names import name_index
 from routing.engine.resolve import CatalogNames
@@ -310,7 +310,8 @@ def _check_cycles(issues: Issues, specs: list[VirtualModelSpec], existing: Exist
     graph = dict(existing.virtual_models)
     graph.update({spec.slug: tuple(t["model"] for t in spec.targets) for spec in specs})
     for index, spec in enumerate(specs):
-        stack, seen = [(spec.slug, (spec.slug,))], set()
+        stack: list[tuple[str, tuple[str, ...]]] = [(spec.slug, (spec.slug,))]
+        seen: set[str] = set()
         while stack:
             node, trail = stack.pop()
             if spec.slug in graph.get(node, ()):

@@ -1,4 +1,4 @@
-"""The validated configuration: frozen values `gateway.config.schema.parse_config` produces
+"""The validated configuration: frozen values `declarative.schema.parse_config` produces
 and `gateway.config.apply` writes. Field names follow the database columns, not the file's
 nesting (`price.input` is `price_input`). Pure: no Django.
 """

@@ -1,6 +1,6 @@
 """Validation of the `workspaces` section: each workspace with its policy, BYOK
 credentials, smart tier routing, auto router, presets, key settings
-(gateway/config/key_settings.py) and dynamic routes (gateway/config/routes.py).
+(declarative/key_settings.py) and dynamic routes (declarative/routes.py).
 
 A nested section that is absent stays None (or empty) so that `apply` leaves what is
 stored alone; a section that is present describes the whole of it, and its absent fields
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from gateway.config.budgets import LIMIT_KEYS, parse_budgets, parse_limits
-from gateway.config.fields import (
+from declarative.budgets import LIMIT_KEYS, parse_budgets, parse_limits
+from declarative.fields import (
     MODEL_SLUG,
     SLUG,
     Fields,
@@ -30,9 +30,9 @@ from gateway.config.fields import (
     read_timeouts,
     to_micros,
 )
-from gateway.config.key_settings import parse_keys
-from gateway.config.routes import parse_routes
-from gateway.config.types import (
+from declarative.key_settings import parse_keys
+from declarative.routes import parse_routes
+from declarative.types import (
     CredentialSpec,
     Existing,
     PolicySpec,

@@ -73,7 +73,7 @@ def _problems(detail: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 def invalid_request(error: exceptions.ValidationError) -> ApiProblem:
     """One 400 for every problem of the body, each as `path: message` (the shape of
-    `gateway.config.fields` reports); `param` is the first path."""
+    `declarative.fields` reports); `param` is the first path."""
     problems = list(_problems(error.detail))
     message = "; ".join(f"{path}: {text}" if path else text for path, text in problems)
     return invalid(message or "invalid request", param=problems[0][0] if problems else None)

@@ -1,7 +1,7 @@
 """Wire shapes of the management API's budgets and rate limits (SPEC R-MGT-1, R-LIM-1,
 R-LIM-2, D-28): the `budgets` and `limits` resources, and a key's `budget` and `limits`.
 
-Bodies are validated by the rules `apply` uses (`gateway.config.budgets`: periods, a cap
+Bodies are validated by the rules `apply` uses (`declarative.budgets`: periods, a cap
 in USD ≥ 0, alert fractions in (0, 1], at most ten; limits ≥ 1), every problem with its
 path, plus one `apply` does not check: a cap has at most six decimals (micro-dollars).
 The declared fields describe the body in the OpenAPI schema; `to_internal_value` returns
@@ -15,7 +15,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from gateway.config.budgets import (
+from declarative.budgets import (
     BUDGET_KEYS,
     BUDGET_PERIODS,
     LIMIT_KEYS,
@@ -25,7 +25,7 @@ from gateway.config.budgets import (
     parse_budget,
     parse_limits,
 )
-from gateway.config.fields import Fields, Issues
+from declarative.fields import Fields, Issues
 from workspaces.budget_models import KEY_NAME_CHARS, Budget, RateLimit
 from workspaces.budget_services import BudgetValues, LimitValues
 

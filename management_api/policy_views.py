@@ -21,9 +21,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from declarative.fields import ConfigError
 from gateway.config.apply import apply_config, workspace_section
 from gateway.config.export import policy_document
-from gateway.config.fields import ConfigError
 from management_api.base import WorkspaceScopedAPIView, invalid
 from management_api.schema import ErrorSerializer
 from workspaces.models import Policy

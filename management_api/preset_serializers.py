@@ -2,7 +2,7 @@
 (`/api/v1/workspaces/{ws}/…`, SPEC R-MGT-1, R-PRE-1, R-ROUTE-2, R-KEY-1).
 
 Presets and route bodies are validated by the rules `manage.py apply` uses
-(`gateway.config.workspaces.parse_preset`, `routing.engine.routes.parse_route`), not by
+(`declarative.workspaces.parse_preset`, `routing.engine.routes.parse_route`), not by
 these serializers: for those, a serializer renders the response and describes the body
 in the OpenAPI schema. The key serializers extend tenancy_serializers.py's with the key's
 settings, stored in presets, and with the budget and rate limits of its name

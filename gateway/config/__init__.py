@@ -1,2 +1,3 @@
-"""Declarative configuration: the YAML of `manage.py apply -f` and `export` (CONFIG.md),
-its schema, field validation with paths, and the writes that apply it."""
+"""Declarative configuration, applied: `manage.py apply -f` writes a parsed configuration
+(declarative/) through the apps' models and services (`apply.py`), and `export` reads it
+back (`export.py`)."""

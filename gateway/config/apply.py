@@ -31,9 +31,8 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from audit.events import diff, record_event
-from gateway.config.export import export_config
-from gateway.config.schema import parse_config
-from gateway.config.types import (
+from declarative.schema import parse_config
+from declarative.types import (
     BudgetSpec,
     Config,
     Existing,
@@ -43,6 +42,7 @@ from gateway.config.types import (
     Vocabulary,
     WorkspaceSpec,
 )
+from gateway.config.export import export_config
 from presets.models import KeySettings, Preset, Route
 from presets.services import deploy_route, save_route
 from routing import models as routing
@@ -189,7 +189,7 @@ def apply_config(
 ) -> ApplyReport:
     """Validate `data` (parsed YAML), then create/update everything in one transaction.
 
-    Raises `gateway.config.fields.ConfigError` with every problem and writes nothing when the file
+    Raises `declarative.fields.ConfigError` with every problem and writes nothing when the file
     is invalid. With `dry_run` the writes run and are rolled back (no version bump, no
     AdminEvent), so the report shows what would change. A changed route becomes a new draft
     version; `deploy` also puts each route of the file in effect at its newest version.

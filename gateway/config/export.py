@@ -13,7 +13,7 @@ from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
-from gateway.config.budgets import BUDGET_PERIODS
+from declarative.budgets import BUDGET_PERIODS
 from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel

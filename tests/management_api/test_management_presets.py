@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from audit.models import AdminEvent
+from declarative.fields import ConfigError
 from gateway.config.apply import apply_config
-from gateway.config.fields import ConfigError
 from presets.models import KeySettings, Preset
 from tests.management_api.clients import client_as
 from workspaces.models import Membership, Workspace

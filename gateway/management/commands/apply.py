@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from declarative.fields import ConfigError
 from gateway.config.apply import apply_config
-from gateway.config.fields import ConfigError
 
 
 def load_yaml(text: str, name: str) -> Any:

@@ -5,7 +5,7 @@ them. They narrow the workspace policy before `decide` runs, so an excluded mode
 in the decision with an ordinary filter reason (`price_above_cap`, `model_not_allowed`).
 
 This module is the one definition of the stored `auto_router` shape: its keys, allowed
-values, limits and defaults. `manage.py apply` (gateway/config/workspaces.py) validates a
+values, limits and defaults. `manage.py apply` (declarative/workspaces.py) validates a
 file against these constants, and `auto_settings` reads what was stored. Pure."""
 
 from __future__ import annotations

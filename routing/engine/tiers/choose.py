@@ -4,7 +4,7 @@ headers and the session pin. Pure: no model call, no Django, no I/O, no clock (`
 passed in).
 
 This module is the one definition of the workspace's `smart_routing` shape: its keys, tiers,
-limits and defaults below. `manage.py apply` (gateway/config/workspaces.py) validates a file
+limits and defaults below. `manage.py apply` (declarative/workspaces.py) validates a file
 against them and stores the JSON as written; `tier_config` reads it and supplies the
 defaults. The points are GM's published table; the calibration cases of R-TIER-2 are tests
 (tests/routing/test_tiers.py), and docs/smart-routing.md explains each signal and how to

@@ -18,8 +18,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from audit.models import AdminEvent
+from declarative.schema import ConfigError
 from gateway.config.apply import apply_config, export_config
-from gateway.config.schema import ConfigError
 from gateway.management.commands.export import render_yaml
 from gateway.models import ConfigVersion
 from presets.models import Preset

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from declarative.schema import ConfigError, Existing, parse_config
 from gateway.config.apply import apply_config, export_config, vocabulary
-from gateway.config.schema import ConfigError, Existing, parse_config
 from gateway.state.snapshot import load_snapshot
 from presets.models import KeySettings
 from routing.engine.policy import NOTHING

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from declarative.fields import ConfigError
 from gateway.config.apply import apply_config, export_config
-from gateway.config.fields import ConfigError
 from presets.models import Route
 
 pytestmark = pytest.mark.django_db

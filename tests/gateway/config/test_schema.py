@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from declarative.schema import ConfigError, Existing, parse_config
 from gateway.config.apply import vocabulary
-from gateway.config.schema import ConfigError, Existing, parse_config
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "switchyard.yaml"
 EXAMPLE_ENV = {"GROQ_API_KEY": "gsk-managed", "MISTRAL_API_KEY": "mk-managed"} | {
