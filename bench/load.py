@@ -32,7 +32,7 @@ MAX_ERROR_SAMPLES = 5
 # Enough trailing bytes to hold `data: [DONE]` plus its blank-line terminator.
 TAIL_BYTES = 32
 DONE_LINE = b"data: [DONE]"
-# How an Anthropic Messages stream ends (gateway/api/messages_stream.py).
+# How an Anthropic Messages stream ends (gateway/api/anthropic/stream.py).
 MESSAGE_STOP_LINE = b'data: {"type":"message_stop"}'
 ANTHROPIC_VERSION = "2023-06-01"
 # Every reply is this many tokens: the fake's length without max_tokens (bench/run.py

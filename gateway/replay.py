@@ -177,7 +177,7 @@ def _predict(trace: RequestTrace, graph: RouteGraph, index: _Index) -> dict[str,
 
 def replay_facts(inputs: Mapping[str, Any], *, key_id: int, operation: str) -> RouteFacts:
     """The facts a live walk read, from the decision inputs its trace kept
-    (gateway/request_path/routes.py `route_inputs`): what a split or condition reads must
+    (gateway/request_path/resolve/routes.py `route_inputs`): what a split or condition reads must
     come back equal, or the replay would predict another branch than the request took
     (tests/gateway/test_replay_facts.py holds the two sides together)."""
     return RouteFacts(

@@ -19,10 +19,15 @@ import orjson
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from gateway.api.messages import FACT_HEADERS
-from gateway.api.messages_blocks import DROPPED_BLOCKS
-from gateway.api.messages_count import ENDPOINT_HEADERS, ESTIMATED, TOKEN_COUNT_HEADER, UPSTREAM
-from gateway.api.messages_response import STOP_REASONS
+from gateway.api.anthropic.blocks import DROPPED_BLOCKS
+from gateway.api.anthropic.count_tokens import (
+    ENDPOINT_HEADERS,
+    ESTIMATED,
+    TOKEN_COUNT_HEADER,
+    UPSTREAM,
+)
+from gateway.api.anthropic.messages import FACT_HEADERS
+from gateway.api.anthropic.response import STOP_REASONS
 from gateway.errors import ANTHROPIC_ERROR_TYPES
 from gateway.request_path.params import MAX_STOP_SEQUENCES
 from gateway.request_path.parse import CHAT_ROLES
@@ -230,7 +235,7 @@ EMBEDDINGS_REQUEST = obj(
 )
 
 # The Anthropic Messages API (SPEC R-API-9, docs/anthropic.md) as
-# gateway/api/messages_request.py reads it, with Switchyard's routing fields beside
+# gateway/api/anthropic/request.py reads it, with Switchyard's routing fields beside
 # Anthropic's. What it refuses with a 400 is left out: server tools, document blocks, and
 # the fields of `FIELDS` marked "refuse", documented as allowed only absent (or at the value
 # that asks for nothing). Fields it does not name are dropped, not refused.
@@ -535,7 +540,7 @@ RESPONSE_SCHEMAS: Schema = {
         providers=OBJECT,
     ),
 }
-# Anthropic's answers (gateway/api/messages_response.py, messages.anthropic_model_list).
+# Anthropic's answers (gateway/api/anthropic/response.py, messages.anthropic_model_list).
 ANTHROPIC_RESPONSE_SCHEMAS: Schema = {
     "AnthropicMessage": obj(
         ("id", "type", "role", "content", "model", "stop_reason", "stop_sequence", "usage"),

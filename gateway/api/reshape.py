@@ -4,7 +4,7 @@ closes the stream; an error frame, or chat frames that end without `[DONE]`, end
 the shaper's error event. The chat frames are read to their end (so the relay records its
 outcome as it ends) and closed with this generator when the client leaves. A frame that is
 not a JSON object carries nothing to translate and is skipped. (The Messages API shapes
-the upstream's own chunks instead, each parsed once: messages_stream.py.)"""
+the upstream's own chunks instead, each parsed once: anthropic/stream.py.)"""
 
 from __future__ import annotations
 

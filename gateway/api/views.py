@@ -20,11 +20,11 @@ from rest_framework.request import Request
 
 from audit import trace_log
 from audit.models import RequestTrace
+from gateway.api.anthropic.count_tokens import count_message_tokens, render_count
+from gateway.api.anthropic.messages import MESSAGES, anthropic_model_list
 from gateway.api.chat import CHAT
 from gateway.api.embeddings import EMBEDDINGS
 from gateway.api.explain import EXPLAIN
-from gateway.api.messages import MESSAGES, anthropic_model_list
-from gateway.api.messages_count import count_message_tokens, render_count
 from gateway.api.model_listing import find_model, list_models
 from gateway.api.responses import RESPONSES
 from gateway.api.wire import json_response
@@ -65,7 +65,7 @@ async def messages(request: HttpRequest) -> HttpResponseBase:
 @require_POST
 async def count_tokens(request: HttpRequest) -> HttpResponseBase:
     """`POST /v1/messages/count_tokens` (SPEC R-API-9): counted by the Anthropic upstream
-    a Messages request would go to, else estimated (gateway/api/messages_count.py)."""
+    a Messages request would go to, else estimated (gateway/api/anthropic/count_tokens.py)."""
     snap = await snapshot_knowing_key(request)
     try:
         caller = authenticate(request, snap, time.time())

@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from gateway.errors import ApiError
-from gateway.request_path.affinity import apply_affinity, count_target_pins, target_pins
 from gateway.request_path.caller import Caller
 from gateway.request_path.decision_record import decision_entry
 from gateway.request_path.resolve import Resolved
+from gateway.request_path.resolve.affinity import apply_affinity, count_target_pins, target_pins
 from gateway.state.request_state import Effects, RoutingState
 from gateway.state.snapshot import Snapshot
 from routing.engine.auto.decide import decide_auto

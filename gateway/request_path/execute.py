@@ -25,10 +25,10 @@ from django.conf import settings
 
 from gateway.errors import ApiError
 from gateway.gateway_settings import GatewaySettings
-from gateway.request_path.affinity import remember_success
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan, no_endpoint
 from gateway.request_path.record import RequestRecord
+from gateway.request_path.resolve.affinity import remember_success
 from gateway.state.request_state import (
     AttemptObserver,
     Effects,

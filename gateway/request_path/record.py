@@ -16,11 +16,11 @@ import orjson
 from django.http import HttpResponseBase
 
 from gateway import metrics
-from gateway.request_path.affinity import Session, note_cache_read
 from gateway.request_path.caller import Caller
 from gateway.request_path.decision_record import trace_decision
-from gateway.request_path.routes import RouteChoice
-from gateway.request_path.tiers import TierOutcome
+from gateway.request_path.resolve.affinity import Session, note_cache_read
+from gateway.request_path.resolve.routes import RouteChoice
+from gateway.request_path.resolve.tiers import TierOutcome
 from gateway.state.request_state import CLIENT_FAULTS, Effects
 from gateway.upstream.execute import Target
 from routing.engine.attempts import Attempt

@@ -16,16 +16,16 @@ from gateway import drain
 from gateway.errors import ApiError
 from gateway.request_path import parse
 from gateway.request_path.admit import Admission, admit, tokens_used, with_route_usage
-from gateway.request_path.affinity import session_of
 from gateway.request_path.authenticate import authenticate, snapshot_knowing_key
-from gateway.request_path.auto import ChildRequest
 from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan
 from gateway.request_path.execute import deadline_s, execute_plan
 from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.record import RequestRecord, add_headers, cost_micros, finish
 from gateway.request_path.resolve import Resolved, resolve_request, route_seed
-from gateway.request_path.routes import RouteRejected
+from gateway.request_path.resolve.affinity import session_of
+from gateway.request_path.resolve.auto import ChildRequest
+from gateway.request_path.resolve.routes import RouteRejected
 from gateway.state import admission_state, request_state
 from gateway.state.request_state import Effects, apply
 from gateway.upstream.providers.anthropic_native import NativeRequest, native_request
@@ -255,7 +255,7 @@ async def decide_only(
     routed to, its refusals (raised as ApiError) included, as a dry run — nothing recorded,
     no effect applied, no budget admitted, no model called (the auto router's classifier
     neither, as in explain). A route's `endpoint` condition sees `operation.route_name`.
-    For `POST /v1/messages/count_tokens` (gateway/api/messages_count.py), whose answer is
+    For `POST /v1/messages/count_tokens` (gateway/api/anthropic/count_tokens.py), whose answer is
     not a rendered outcome; the `Served` has no outcome and no finish."""
     parsed = operation.parse(body)
     resolved, plan = await _decided(request, operation, caller, parsed, Effects(), None)

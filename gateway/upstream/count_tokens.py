@@ -1,6 +1,6 @@
 """`POST {base_url}/messages/count_tokens` on an Anthropic-style upstream: the one upstream
 call that is not a model request, made for `POST /v1/messages/count_tokens` (SPEC R-API-9,
-gateway/api/messages_count.py) to the endpoint a Messages request would try first.
+gateway/api/anthropic/count_tokens.py) to the endpoint a Messages request would try first.
 
 It is sent the way the executor (execute.py) sends an attempt: with the target's
 credential, the head awaited within connect + first-byte time and the body within the idle

@@ -90,5 +90,6 @@ class GatewayState:
 
 
 def pin_key(session: str, model: str) -> str:
-    """As gateway/request_path/affinity.py `_pin_key`: a session's pin is per model of the chain."""
+    """As gateway/request_path/resolve/affinity.py `_pin_key`: a session's pin is per
+    model of the chain."""
     return f"{session}|{model}"

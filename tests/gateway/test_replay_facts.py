@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.replay import replay_facts
-from gateway.request_path.routes import route_facts, route_inputs
+from gateway.request_path.resolve.routes import route_facts, route_inputs
 from routing.engine.routes import evaluate
 from tests.routing.route_builders import FixedUsage, make_route
 

@@ -7,7 +7,7 @@ Two sources, one verdict shape:
   routing/engine/tiers/choose.py (GM's points
   table) for the complexity. Always available; the fallback for the other.
 - the LLM classifier — a child request the gateway sends to a cheap model
-  (gateway/request_path/auto.py). `classifier_body` builds it from the request: the
+  (gateway/request_path/resolve/auto.py). `classifier_body` builds it from the request: the
   trusted facts (tools, structured output, attachments, size) plus an excerpt of the
   conversation; `parse_classifier_reply` accepts only a JSON document of the schema below
   and returns None for anything else, so the caller falls back to the local verdict. The

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.api.messages import parse_messages
-from gateway.api.messages_request import FIELDS
+from gateway.api.anthropic.messages import parse_messages
+from gateway.api.anthropic.request import FIELDS
 from gateway.errors import ApiError
 from tests.properties import fuzz_examples
 

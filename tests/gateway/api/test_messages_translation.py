@@ -28,14 +28,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakeupstream.strict import MESSAGES_FIELDS, check_chat, check_messages
-from gateway.api.messages_request import (
+from gateway.api.anthropic.request import (
     FIELDS,
     MessagesRequestError,
     to_chat_body,
     without_anthropic_extras,
 )
-from gateway.api.messages_response import to_message
-from gateway.api.messages_stream import relay_messages
+from gateway.api.anthropic.response import to_message
+from gateway.api.anthropic.stream import relay_messages
 from gateway.errors import anthropic_error_body
 from gateway.request_path.parse import validate_chat
 from gateway.upstream.execute import Opened, Target

@@ -23,10 +23,17 @@ from django.urls import resolve
 from drf_spectacular.validation import validate_schema
 from jsonschema import Draft202012Validator
 
-from gateway.api import messages_blocks, messages_request, messages_tools, views
-from gateway.api.messages import FACT_HEADERS, anthropic_model_list, render_anthropic_error
-from gateway.api.messages_request import FIELDS, MessagesRequestError, to_chat_body
-from gateway.api.messages_response import STOP_REASONS, stop_reason_for, to_message
+from gateway.api import views
+from gateway.api.anthropic import blocks as messages_blocks
+from gateway.api.anthropic import request as messages_request
+from gateway.api.anthropic import tools as messages_tools
+from gateway.api.anthropic.messages import (
+    FACT_HEADERS,
+    anthropic_model_list,
+    render_anthropic_error,
+)
+from gateway.api.anthropic.request import FIELDS, MessagesRequestError, to_chat_body
+from gateway.api.anthropic.response import STOP_REASONS, stop_reason_for, to_message
 from gateway.api.openapi import SCHEMA
 from gateway.errors import ANTHROPIC_ERROR_TYPES as ERROR_TYPES
 from gateway.errors import ERROR_TYPES as CHAT_ERROR_TYPES

@@ -1,5 +1,5 @@
 """Which of a key's routes handles a request, and a deployed route that no longer validates
-(SPEC D-23; gateway/request_path/routes.py): the first deployed route in the key's order
+(SPEC D-23; gateway/request_path/resolve/routes.py): the first deployed route in the key's order
 whose `models` match handles it; a broken one before it, or anywhere when none matches,
 refuses the request with 503 `route_unavailable` — it might have been the one."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from gateway.admission.route_usage import NO_USAGE
 from gateway.errors import ApiError
-from gateway.request_path.routes import route_request
+from gateway.request_path.resolve.routes import route_request
 from gateway.state.request_state import Effects
 from gateway.state.snapshot_types import DeployedRoute
 from routing.engine.routes import ModelNode, Route, RouteFacts

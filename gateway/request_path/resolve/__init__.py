@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import ApiError, invalid
-from gateway.request_path.affinity import Session, session_of
-from gateway.request_path.auto import ChildRequest, classify_auto
 from gateway.request_path.caller import Caller
-from gateway.request_path.routes import (
+from gateway.request_path.resolve.affinity import Session, session_of
+from gateway.request_path.resolve.auto import ChildRequest, classify_auto
+from gateway.request_path.resolve.routes import (
     RouteChoice,
     RouteRejected,
     adjust,
@@ -24,7 +24,7 @@ from gateway.request_path.routes import (
     route_inputs,
     route_request,
 )
-from gateway.request_path.tiers import TierOutcome, apply_tiers
+from gateway.request_path.resolve.tiers import TierOutcome, apply_tiers
 from gateway.state.request_state import Effects, RoutingState
 from routing.engine.data_classes import DataClassNotAllowed, request_data_class
 from routing.engine.key_scope import with_defaults

@@ -33,7 +33,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from gateway.api.messages import MESSAGES
+from gateway.api.anthropic.messages import MESSAGES
 from gateway.api.wire import json_response
 from gateway.errors import ApiError
 from gateway.request_path.caller import Caller

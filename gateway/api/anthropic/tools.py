@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from gateway.api.messages_blocks import refuse
+from gateway.api.anthropic.blocks import refuse
 
 Handling = Literal["translate", "drop", "refuse"]
 

@@ -1,12 +1,12 @@
-"""`POST /v1/messages` (SPEC R-API-9; its `count_tokens` is messages_count.py): Anthropic's
+"""`POST /v1/messages` (SPEC R-API-9; its `count_tokens` is count_tokens.py): Anthropic's
 Messages API on the chat path. The request is translated into a chat body
-(gateway/api/messages_request.py) and goes through the same seven steps as a chat
+(gateway/api/anthropic/request.py) and goes through the same seven steps as a chat
 completion — policy, residency, fallbacks, tiers, auto router, traces. An Anthropic-style
 upstream is sent the client's own request and its answer comes back as it sent it
 (gateway/upstream/providers/anthropic_native.py), so `cache_control`, `top_k` and earlier
 turns' `thinking` blocks reach it; an OpenAI-style upstream gets the chat body, and its
-answer is shaped into Anthropic's `message` (messages_response.py) or its event stream
-(messages_stream.py). Errors are Anthropic's envelope with the same statuses, and the
+answer is shaped into Anthropic's `message` (response.py) or its event stream
+(stream.py). Errors are Anthropic's envelope with the same statuses, and the
 `switchyard` facts, which have no place in Anthropic's body, go in `X-Switchyard-*` headers.
 """
 
@@ -17,14 +17,14 @@ from typing import Any
 
 from django.http import HttpResponseBase
 
-from gateway.api.chat import stream_recorder
-from gateway.api.messages_request import (
+from gateway.api.anthropic.request import (
     MessagesRequestError,
     to_chat_body,
     without_anthropic_extras,
 )
-from gateway.api.messages_response import to_message
-from gateway.api.messages_stream import relay_messages
+from gateway.api.anthropic.response import to_message
+from gateway.api.anthropic.stream import relay_messages
+from gateway.api.chat import stream_recorder
 from gateway.api.wire import StreamFrames, json_response, sse_response
 from gateway.errors import invalid, render_anthropic_error
 from gateway.request_path.operation import Finish, Operation, Parsed, Served

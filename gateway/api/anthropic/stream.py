@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from gateway.api.messages_response import (
+from gateway.api.anthropic.response import (
     anthropic_usage,
     matched_stop,
     stop_reason_for,

@@ -2,7 +2,7 @@
 that it routes through the chat path unchanged (SPEC R-API-9): `to_chat_body`. What
 becomes of each top-level field is decided in one table, `FIELDS`, as the Anthropic
 upstream adapter (`gateway.upstream.providers.anthropic`) decides the other way round;
-content blocks are `gateway.api.messages_blocks`, tools `gateway.api.messages_tools`.
+content blocks are `gateway.api.anthropic.blocks`, tools `gateway.api.anthropic.tools`.
 Fields only an Anthropic upstream reads (`thinking`, `top_k`, `cache_control` on content
 parts and tools) are checked and kept as extra chat fields, and `without_anthropic_extras`
 removes them from the body that is routed and sent to OpenAI-style upstreams; an
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gateway.api.messages_blocks import MessagesRequestError, refuse, to_messages
-from gateway.api.messages_tools import tools_and_choice
+from gateway.api.anthropic.blocks import MessagesRequestError, refuse, to_messages
+from gateway.api.anthropic.tools import tools_and_choice
 from gateway.request_path.params import (
     MAX_STOP_SEQUENCES,
     BadParam,

@@ -1,5 +1,5 @@
 """A chat completion as the Anthropic Messages API's `message` object (`to_message`), and
-the vocabulary it and the stream (`gateway.api.messages_stream`) use: stop reasons, usage,
+the vocabulary it and the stream (`gateway.api.anthropic.stream`) use: stop reasons, usage,
 tool_use ids. The answer's text comes first as one text block, then each tool call as a
 `tool_use` block, the order Claude answers in. Reasoning text some chat upstreams add
 (`reasoning_content`) is not shown: an Anthropic thinking block must carry a signature

@@ -5,7 +5,7 @@ turn's `tool_result` blocks become chat `tool` messages (chat wants them right a
 assistant's `tool_calls`), its text and image blocks one user message after them; an
 assistant turn's text and `tool_use` blocks become one assistant message with `tool_calls`.
 `cache_control` is checked and stays on the chat content part it was on (an Anthropic
-upstream gets the client's own blocks, gateway/api/messages.py). Everything refused names
+upstream gets the client's own blocks, gateway/api/anthropic/messages.py). Everything refused names
 the Anthropic path (`messages[2].content[0].source`): the client only knows the request it
 sent. Pure: no Django, no I/O.
 """
