@@ -73,3 +73,8 @@ class ManagementTokenScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "bearerFormat": "sy-mt-<lookup>-<secret> (manage.py createtoken)",
         }
+
+
+def error_response(description: str) -> OpenApiResponse:
+    """An error answer of an operation in the schema: the envelope, and when it comes."""
+    return OpenApiResponse(ErrorSerializer, description=description)

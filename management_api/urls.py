@@ -9,7 +9,8 @@ from rest_framework.routers import SimpleRouter
 from management_api.audit_views import AuditLogView
 from management_api.budget_views import BudgetViewSet, RateLimitView
 from management_api.policy_views import PolicyView
-from management_api.preset_views import ApiKeyWithSettingsViewSet, PresetViewSet, RouteViewSet
+from management_api.preset_views import ApiKeyWithSettingsViewSet, PresetViewSet
+from management_api.route_views import RouteViewSet
 from management_api.tenancy_views import CredentialViewSet
 from management_api.trace_views import TraceDetailView, TraceListView
 
