@@ -1,7 +1,7 @@
 """The /v1 endpoints: validate the body, build the reply, hand it to delivery.
 
 Each handler runs after routing and authentication (routes.py), so it only deals with its
-own API's body shape: the real API's rules (strict.py) before the fault is chosen, so a
+own API's body shape: the real API's rules (strict/) before the fault is chosen, so a
 refused body uses up no fault.
 """
 

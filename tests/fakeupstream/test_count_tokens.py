@@ -1,5 +1,5 @@
 """The fake's `POST /v1/messages/count_tokens` (Anthropic's token count): its body held to
-what Anthropic's count endpoint takes (fakeupstream/strict.py), its count the one a
+what Anthropic's count endpoint takes (fakeupstream/strict/), its count the one a
 message's usage reports, and the fault script and credentials as on `/v1/messages`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fake's request validation (fakeupstream/strict.py): what the real APIs refuse
+"""The fake's request validation (fakeupstream/strict/): what the real APIs refuse
 is refused, in the provider's words and error shape, and what the gateway's Anthropic
 translation sends is accepted."""
 
