@@ -93,16 +93,8 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceS
         return response
 
     def perform_create(self, body: BaseSerializer) -> services.CreatedKey:
-        data = body.validated_data
-        try:
-            return services.create_api_key(
-                self.workspace,
-                name=data.get("name"),
-                expires_at=data.get("expires_at"),
-                actor=self.actor,
-            )
-        except REFUSALS as exc:
-            raise refusal(exc) from None
+        """The write; the served subclass's (preset_views.ApiKeyWithSettingsViewSet)."""
+        raise NotImplementedError
 
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         key = self.get_object()
@@ -112,10 +104,8 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceS
         return Response(self.get_serializer(key).data)
 
     def perform_update(self, key: ApiKey, body: BaseSerializer) -> ApiKey:
-        try:
-            return services.update_api_key(key, body.validated_data, actor=self.actor)
-        except REFUSALS as exc:
-            raise refusal(exc) from None
+        """The write; the served subclass's (preset_views.ApiKeyWithSettingsViewSet)."""
+        raise NotImplementedError
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         services.revoke_api_key(self.get_object(), actor=self.actor)

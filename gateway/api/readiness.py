@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from django.conf import settings
 from django.db import connection
@@ -34,17 +36,13 @@ async def _redis_ok(url: str, cluster: bool) -> bool:
     """Redis answers: on a cluster, every master (each holds some workspaces' budgets)."""
     import redis.asyncio as redis
 
-    if cluster:
-        nodes = redis.RedisCluster.from_url(url, socket_connect_timeout=1, socket_timeout=1)
-        try:
-            return bool(await nodes.ping(target_nodes=redis.RedisCluster.PRIMARIES))
-        except Exception:
-            return False
-        finally:
-            await nodes.aclose()
-    client = redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    options: dict[str, Any] = {"socket_connect_timeout": 1, "socket_timeout": 1}
+    client = (
+        redis.RedisCluster.from_url(url, **options) if cluster else redis.from_url(url, **options)
+    )
+    ping = {"target_nodes": redis.RedisCluster.PRIMARIES} if cluster else {}
     try:
-        return bool(await client.ping())
+        return bool(await client.ping(**ping))
     except Exception:
         return False
     finally:
