@@ -127,11 +127,11 @@ def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live, unr
     # given a workspace that routes by weighted random (balanced) on a gateway whose live
     # numbers hold still
     body = {"model": LLAMA, "messages": MESSAGES}
-    # when a request is served and then explained with the seed its trace records
-    stored, explained, upstream_calls = _request_and_explain(
+    # when a request is explained with a seed, then served with the same seed
+    explained, upstream_calls, stored = _explain_then_request(
         fresh_live, unrefreshed.base_url, fresh_live.keys["other"], body
     )
-    # then it is the same decision, and no upstream was called
+    # then it is the same decision, and the explain called no upstream
     assert explained["decisions"][0]["ordered"] == stored["ordered"]
     assert explained["decisions"][0]["scored"] == stored["scored"]
     assert explained["decisions"][0]["reason"] == stored["reason"]
@@ -139,21 +139,27 @@ def test_r_bey_2_explain_calls_no_upstream_and_matches_the_trace(fresh_live, unr
     assert upstream_calls == 0
 
 
-def _request_and_explain(live, base_url, key, body):  # type: ignore[no-untyped-def]
-    """A real request's stored decision, the explain of the same body with its seed, and
-    the upstream calls the explain made."""
+def _explain_then_request(live, base_url, key, body):  # type: ignore[no-untyped-def]
+    """The explain of `body` with a seed, the upstream calls it made, and the stored
+    decision of a real request of the same body sent with that seed.
+
+    The explain goes first: it records no observation, so the request decides on the
+    live numbers the explain scored. The other way round, the request's own attempt
+    would reach the explain's scores whenever the router's one-second live cache
+    expired in between."""
     headers = {"Authorization": f"Bearer {key}"}
-    sent = httpx.post(f"{base_url}/chat/completions", headers=headers, json=body)
-    trace_id = sent.headers["x-switchyard-trace-id"]
+    seed = uuid.uuid4().int & MAX_SEED
     before = sum(fake.stats()["requests"] for fake in live.fakes.values())
-    # explained with its seed: the trace id's, as the trace will say
-    seed = uuid.UUID(trace_id).int & MAX_SEED
     explained = live.explain(key, body, base_url=base_url, headers={SEED_HEADER: str(seed)})
     calls = sum(fake.stats()["requests"] for fake in live.fakes.values()) - before
+    sent = httpx.post(
+        f"{base_url}/chat/completions", headers={**headers, SEED_HEADER: str(seed)}, json=body
+    )
+    trace_id = sent.headers["x-switchyard-trace-id"]
     stored = _wait_for_trace(f"{base_url}/traces/{trace_id}", headers)
     stored = stored["decision"]["decisions"][0]
     assert stored["seed"] == seed
-    return stored, explained, calls
+    return explained, calls, stored
 
 
 @pytest.fixture
