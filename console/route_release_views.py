@@ -5,7 +5,7 @@ and the keys whose requests change.
 
 Deploy and rollback call `presets.services.deploy_route` / `rollback_route` — atomic,
 audited, in effect on every gateway within 2 s — as `manage.py route` and the management
-API do. Replay is `gateway.replay.replay_route`: no upstream is called and no content read,
+API do. Replay is `presets.replay.replay_route`: no upstream is called and no content read,
 so a member may run it (`Action.USE`); nothing is written.
 """
 
@@ -24,8 +24,9 @@ from console.access import Access, access
 from console.route_diagram import layout_route
 from console.route_sides import marks, side_by_side
 from console.route_views import REPLAY_WINDOWS, graph_of, route_of
-from gateway.replay import parse_duration, replay_route
+from gateway.state.snapshot import load_snapshot
 from presets.models import KeySettings, Route, RouteVersion
+from presets.replay import parse_duration, replay_route
 from presets.services import RouteError, deploy_route, rollback_route
 from routing.engine.routes import RouteInvalid
 from workspaces.permissions import Action
@@ -152,7 +153,12 @@ def replay(request: HttpRequest, ws: str, slug: str) -> HttpResponse:
     try:
         if target is None:
             raise ValueError("choose a version of this route to replay")
-        report = replay_route(found, target.number, since_s=parse_duration(since))
+        report = replay_route(
+            found,
+            target.number,
+            since_s=parse_duration(since),
+            configuration=load_snapshot(),
+        )
     except (ValueError, RouteInvalid) as error:
         context["problem"] = str(error)
         return render(request, "console/route_replay.html", context, status=400)

@@ -18,8 +18,8 @@ from typing import Any
 from django.db.models import Count, Min
 
 from audit.models import AdminEvent, RequestTrace
-from gateway.rollout_guard import window_stats
 from presets.models import Route, RouteVersion
+from presets.rollout_guard import window_stats
 from routing.engine.routes import GuardVerdict, RolloutGuard, guard_verdict
 from workspaces.models import Workspace
 

@@ -18,10 +18,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from audit.retention import purge_expired_traces
+from gateway import metrics
 from gateway.failure_log import RepeatedFailure
-from gateway.rollout_guard import check_rollout_guards
 from gateway.state import admission_state, live_sharing, request_state
 from gateway.state.db_thread import in_db_thread
+from presets.rollout_guard import RolledBack, check_rollout_guards
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +38,22 @@ class Job:
     run: Callable[[], object]
 
 
+def guard_rollouts(now: float, *, interval_s: float | None) -> list[RolledBack]:
+    """One pass of the rollout guard (presets/rollout_guard.py), each rollback counted in
+    `switchyard_route_rollbacks_total`; Celery's task runs the same (gateway/tasks.py)."""
+    rolled = check_rollout_guards(now, interval_s=interval_s)
+    for done in rolled:
+        metrics.ROUTE_ROLLBACKS.labels(done.route, str(done.version)).inc()
+    return rolled
+
+
 def jobs() -> list[Job]:
     override = settings.ROLLOUT_GUARD_INTERVAL_S
     return [
         Job(
             "rollout guard",
             override or GUARD_TICK_S,
-            lambda: check_rollout_guards(time.time(), interval_s=override),
+            lambda: guard_rollouts(time.time(), interval_s=override),
         ),
         Job("retention purge", PURGE_EVERY_S, lambda: purge_expired_traces(timezone.now())),
     ]

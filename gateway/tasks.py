@@ -6,9 +6,9 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from gateway.rollout_guard import check_rollout_guards as check
+from gateway.scheduler import guard_rollouts
 
 
 @shared_task(name="gateway.tasks.check_rollout_guards")
 def check_rollout_guards() -> int:
-    return len(check(time.time(), interval_s=settings.ROLLOUT_GUARD_INTERVAL_S))
+    return len(guard_rollouts(time.time(), interval_s=settings.ROLLOUT_GUARD_INTERVAL_S))

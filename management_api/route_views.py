@@ -33,7 +33,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from gateway.replay import parse_duration, replay_route
+from management_api import runtime
 from management_api.base import ApiProblem, WorkspaceScopedViewSet, invalid, not_found
 from management_api.preset_serializers import (
     ReplayReportSerializer,
@@ -49,6 +49,7 @@ from management_api.preset_serializers import (
 )
 from management_api.schema import error_response
 from presets.models import Route, RouteVersion
+from presets.replay import parse_duration, replay_route
 from presets.services import (
     MAX_MESSAGE_CHARS,
     RouteError,
@@ -264,7 +265,9 @@ class RouteViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceSc
         except ValueError as exc:
             raise invalid(str(exc), param="since") from None
         try:
-            report = replay_route(route, number, since_s=since_s)
+            report = replay_route(
+                route, number, since_s=since_s, configuration=runtime.configuration()
+            )
         except RouteInvalid as exc:
             problems = "; ".join(str(p) for p in exc.problems)
             raise invalid(

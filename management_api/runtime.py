@@ -1,8 +1,9 @@
 """What the management API reads of the gateway's runtime, all here: the budget store's
 counters and the limit store's usage (this process's stores, the ones the gateway admits
-with: Redis, the database, or this process on SQLite), and the live health of a
-workspace's BYOK credentials (what `/health` shows). The views are sync: each read runs
-on the event loop (under ASGI, the worker's own, where the stores' Redis clients live)."""
+with: Redis, the database, or this process on SQLite), the live health of a workspace's
+BYOK credentials (what `/health` shows), and the configuration the gateway routes with
+(for replay). The views are sync: each read runs on the event loop (under ASGI, the
+worker's own, where the stores' Redis clients live)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,15 @@ from gateway.admission.budget_store import BudgetStoreUnavailable, CounterState
 from gateway.admission.limits import LimitStoreUnavailable, LimitUse
 from gateway.errors import ApiError
 from gateway.state import admission_state, request_state
+from gateway.state.snapshot import Snapshot, load_snapshot
 from gateway.state.snapshot_budgets import limit_spec
 from workspaces.models import RateLimit
+
+
+def configuration() -> Snapshot:
+    """Today's catalog, workspaces and keys as the gateway routes with them, freshly
+    loaded from the database (a replay reads it once)."""
+    return load_snapshot()
 
 
 def credentials_health(workspace_id: int, providers: Iterable[str]) -> dict[str, dict[str, object]]:

@@ -16,14 +16,14 @@ from rest_framework.test import APIClient
 
 from audit.cursor import Cursor
 from audit.models import AdminEvent
-from gateway import rollout_guard
-from gateway.rollout_guard import check_rollout_guards
+from presets import rollout_guard
 from presets.models import Route
+from presets.rollout_guard import check_rollout_guards
 from routing.models import Model, Provider
+from tests.management_api.clients import client_as
 
 # `guarded`, a fixture: a route whose v2 splits traffic onto a guarded canary node
-from tests.gateway.test_rollout_guard import NOW, guarded, traces  # noqa: F401
-from tests.management_api.clients import client_as
+from tests.presets.test_rollout_guard import NOW, guarded, traces  # noqa: F401
 from workspaces.models import ApiKey, Workspace
 from workspaces.services import create_api_key
 

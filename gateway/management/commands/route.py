@@ -17,8 +17,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gateway.replay import parse_duration, replay_route
+from gateway.state.snapshot import load_snapshot
 from presets.models import Route
+from presets.replay import parse_duration, replay_route
 from presets.services import RouteError, deploy_route, diff_versions, rollback_route
 from routing.engine.routes import RouteInvalid
 
@@ -78,7 +79,12 @@ class Command(BaseCommand):
 
     def _replay(self, route: Route, options: dict[str, Any]) -> None:
         try:
-            report = replay_route(route, options["version"], since_s=options["since"])
+            report = replay_route(
+                route,
+                options["version"],
+                since_s=options["since"],
+                configuration=load_snapshot(),
+            )
         except (LookupError, RouteInvalid) as error:
             raise CommandError(str(error)) from None
         data = report.as_json(with_predictions=options["predictions"])

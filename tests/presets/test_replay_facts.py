@@ -13,8 +13,8 @@ from django.http.request import HttpHeaders
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.replay import replay_facts
 from gateway.request_path.resolve.routes import route_facts, route_inputs
+from presets.replay import replay_facts
 from routing.engine.routes import evaluate
 from tests.routing.route_builders import FixedUsage, make_route
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from audit.models import AdminEvent, RequestTrace
-from gateway import rollout_guard
-from gateway.rollout_guard import check_rollout_guards
+from presets import rollout_guard
 from presets.models import Route
+from presets.rollout_guard import check_rollout_guards
 from presets.services import deploy_route, save_route
 from routing.models import Model, Provider
 from workspaces.models import Workspace

@@ -2,7 +2,8 @@
 `rollout_guard` has its watched node's traffic compared with its baseline node's over the
 last `window_s` — error rate, p99 latency, cost per request, from the traces — and when a
 bound is breached after `min_requests` on both sides the previous version is deployed
-again, with an audit event carrying every number compared and a Prometheus count.
+again, with an audit event carrying every number compared; the caller counts what it
+returns (the gateway's Prometheus count, gateway/scheduler.py `guard_rollouts`).
 
 `check_rollout_guards` is one pass over every guarded route. Celery beat runs it in
 production (gateway/tasks.py); the embedded default runs it on the gateway's in-process
@@ -22,7 +23,6 @@ from datetime import UTC, datetime
 from django.db.models import Count, Q, QuerySet, Sum
 
 from audit.models import RequestTrace
-from gateway import metrics
 from presets.catalog import catalog_names
 from presets.models import Route
 from presets.services import RouteError, rollback_route
@@ -106,7 +106,6 @@ def _judge(route: Route, guard: Guard, now: float) -> RolledBack | None:
         return None
     if back.number == version.number:
         return None  # another process rolled it back first
-    metrics.ROUTE_ROLLBACKS.labels(route.slug, str(version.number)).inc()
     log.warning(
         "rollout guard rolled %s back from v%s to v%s: %s",
         route.slug,

@@ -20,10 +20,9 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from audit.models import RequestTrace
-from gateway.state.snapshot import KeyEntry, Snapshot, load_snapshot
 from presets.models import KeySettings, Route
 from routing.engine.decide import decide
 from routing.engine.names import resolve_model_name
@@ -45,6 +44,18 @@ SAMPLE_SIZE = 20  # trace ids listed in the report
 DURATION_UNITS = {"m": 60, "h": 3600, "d": 86400}
 MAX_TRACES = 100_000
 REFUSED_STATUS = 400  # a served request answered below this; a refusal is a 4xx
+
+
+class Configuration(Protocol):
+    """What replay reads of the gateway's configuration snapshot (`Snapshot`,
+    gateway/state/snapshot_types.py), which the caller loads and hands in."""
+
+    catalog: Any
+    names: Any
+    virtual: Any
+    endpoints: Mapping[str, Any]
+    workspaces: Mapping[int, Any]
+    keys: Mapping[Any, Any]
 
 
 def parse_duration(text: str) -> float:
@@ -92,8 +103,8 @@ class _Index:
     """The snapshot with its keys by primary key and its endpoints by id, built once per
     replay rather than searched per trace."""
 
-    snap: Snapshot
-    keys: dict[int, KeyEntry]
+    snap: Configuration
+    keys: dict[int, Any]
     endpoints: dict[str, EndpointInfo]
 
 
@@ -111,15 +122,21 @@ class _StoredUsage:
 
 
 def replay_route(
-    route: Route, version_number: int, *, since_s: float, now: float | None = None
+    route: Route,
+    version_number: int,
+    *,
+    since_s: float,
+    configuration: Configuration,
+    now: float | None = None,
 ) -> ReplayReport:
     """Replay version `version_number` of `route` over its keys' traces of the last
-    `since_s` seconds. Raises LookupError for an unknown version, RouteInvalid for one
-    today's catalog no longer accepts."""
+    `since_s` seconds, against `configuration` (today's catalog, workspaces and keys).
+    Raises LookupError for an unknown version, RouteInvalid for one today's catalog no
+    longer accepts."""
     version = route.versions.filter(number=version_number).first()
     if version is None:
         raise LookupError(f"route {route.slug!r} has no version {version_number}")
-    snap = load_snapshot()
+    snap = configuration
     graph = parse_route(version.content, path="", catalog=snap.catalog)
     now = time.time() if now is None else now
     report = ReplayReport(
@@ -193,14 +210,14 @@ def replay_facts(inputs: Mapping[str, Any], *, key_id: int, operation: str) -> R
     )
 
 
-def _canonical(name: str, snap: Snapshot) -> str | None:
+def _canonical(name: str, snap: Configuration) -> str | None:
     if name in AUTO_ALIASES:
         return AUTO
     base = name.split(":", 1)[0] if name.count(":") == 1 and "/" in name else name
     return resolve_model_name(snap.names, base) or (base if base in snap.virtual else None)
 
 
-def _model_of(node: ModelNode, requested: str, snap: Snapshot) -> str | None:
+def _model_of(node: ModelNode, requested: str, snap: Configuration) -> str | None:
     return _canonical(requested, snap) if node.model == REQUESTED else node.model
 
 
