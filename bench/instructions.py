@@ -169,8 +169,8 @@ def _stack_catalog(stack: contextlib.ExitStack, key: str) -> tuple[str, str]:
         catalog,
     )
     from fakeupstream.process import running_fake_upstream
-    from gateway.config.apply import apply_config
     from gateway.state import runtime
+    from management_api.config_apply import apply_config
     from workspaces.models import Workspace
     from workspaces.services import create_api_key
 

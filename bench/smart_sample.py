@@ -155,7 +155,7 @@ def _parse(path: Path) -> Any:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
         django.setup()
     from declarative.schema import parse_config
-    from gateway.config.apply import vocabulary
+    from management_api.config_apply import vocabulary
 
     return parse_config(yaml.safe_load(path.read_text()), vocabulary=vocabulary(), environ={})
 

@@ -1,8 +1,8 @@
 """The policy editor's form, both ways (SPEC R-POL-1): a stored policy's `policy:` section
-(gateway/config/export.py) to the form's fields, and a posted form back to that section.
+(management_api/config_export.py) to the form's fields, and a posted form back to that section.
 
 The form holds text; turning it back into the section is all this does. Checking it is
-left to the one validator `apply` uses (gateway/config), so the console accepts and
+left to the one validator `apply` uses (declarative/), so the console accepts and
 refuses exactly what a config file would, with the same messages. A number that does not
 parse stays text, for that validator to name. Pure: no database."""
 

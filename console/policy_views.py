@@ -24,9 +24,9 @@ from console.policy_form import FIELDS, MODES, RESIDENCY, document_of, form_valu
 from console.policy_preview import ModelPreview, preview
 from console.workspace_config import problems, section
 from declarative.fields import ConfigError
-from gateway.config.apply import apply_config, parse
-from gateway.config.export import policy_document
 from gateway.state.snapshot_load import catalog_endpoints, policy_view
+from management_api.config_apply import apply_config, parse
+from management_api.config_export import policy_document
 from workspaces.models import Policy
 from workspaces.permissions import Action
 

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 from console.access import Access, access
 from console.workspace_config import comma_list, problems, section
 from declarative.fields import ConfigError
-from gateway.config.apply import apply_config
+from management_api.config_apply import apply_config
 from presets.models import KeySettings, Preset
 from workspaces.permissions import Action
 

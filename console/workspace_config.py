@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from declarative.fields import ConfigError
-from gateway.config.apply import workspace_section
+from management_api.config_apply import workspace_section
 from workspaces.models import Workspace
 
 

@@ -1,5 +1,5 @@
 """The validated configuration: frozen values `declarative.schema.parse_config` produces
-and `gateway.config.apply` writes. Field names follow the database columns, not the file's
+and `management_api.config_apply` writes. Field names follow the database columns, not the file's
 nesting (`price.input` is `price_input`). Pure: no Django.
 """
 

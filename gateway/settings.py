@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "routing",
     "presets",
     "audit",
+    "management_api",  # no models: its commands (apply, export, bootstrap, route)
     "console",
 ]
 

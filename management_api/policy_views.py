@@ -22,9 +22,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from declarative.fields import ConfigError
-from gateway.config.apply import apply_config, workspace_section
-from gateway.config.export import policy_document
 from management_api.base import WorkspaceScopedAPIView, invalid
+from management_api.config_apply import apply_config, workspace_section
+from management_api.config_export import policy_document
 from management_api.schema import ErrorSerializer
 from workspaces.models import Policy
 

@@ -27,11 +27,11 @@ from gateway.admission.budget_store import BudgetStore, Hold
 from gateway.admission.budgets import BudgetRule, charges, key_scope
 from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
 from gateway.admission.route_usage import tracking_rules
-from gateway.config.apply import apply_config
 from gateway.request_path.admit import Admission
 from gateway.state import admission_state, request_state, runtime
 from gateway.state.db_thread import close_connections
 from gateway.state.snapshot_budgets import Governed, load_governance
+from management_api.config_apply import apply_config
 from presets.preset_services import set_key_settings
 from presets.services import deploy_route, save_route
 from routing.engine.routes.periods import period_bounds

@@ -18,7 +18,7 @@ from audit.models import AdminEvent, RequestTrace
 from console.csp import POLICY
 from console.sign_in import MAX_FAILURES
 from console.urls import urlpatterns
-from gateway.config.apply import apply_config
+from management_api.config_apply import apply_config
 from presets.services import deploy_route, save_route
 from tests.console.conftest import PASSWORD, ROLES
 from tests.management_api.clients import client_as

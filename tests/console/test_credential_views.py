@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from audit.models import AdminEvent
-from gateway.config.apply import apply_config
 from gateway.state import runtime
+from management_api.config_apply import apply_config
 from routing.engine.live import Observation, credential_series
 from workspaces.models import ProviderCredential
 from workspaces.secrets import Sealed, owner_aad, unseal

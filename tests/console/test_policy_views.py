@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from audit.models import AdminEvent
-from gateway.config.apply import apply_config
 from gateway.state.snapshot_load import read_version
+from management_api.config_apply import apply_config
 from workspaces.models import Policy
 
 pytestmark = pytest.mark.django_db

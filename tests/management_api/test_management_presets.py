@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from audit.models import AdminEvent
 from declarative.fields import ConfigError
-from gateway.config.apply import apply_config
+from management_api.config_apply import apply_config
 from presets.models import KeySettings, Preset
 from tests.management_api.clients import client_as
 from workspaces.models import Membership, Workspace

@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from audit.models import AdminEvent
-from gateway.management.commands import createuser
+from workspaces.management.commands import createuser
 from workspaces.models import Membership
 
 PASSWORD = "correct horse battery"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from declarative.fields import ConfigError
-from gateway.config.apply import apply_config, export_config
+from management_api.config_apply import apply_config, export_config
 from presets.models import Route
 
 pytestmark = pytest.mark.django_db

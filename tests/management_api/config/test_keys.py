@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from declarative.schema import ConfigError, Existing, parse_config
-from gateway.config.apply import apply_config, export_config, vocabulary
 from gateway.state.snapshot import load_snapshot
+from management_api.config_apply import apply_config, export_config, vocabulary
 from presets.models import KeySettings
 from routing.engine.policy import NOTHING
 from workspaces.models import Workspace

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gateway.config.export import export_config, secret_variables
+from management_api.config_export import export_config, secret_variables
 
 
 def render_yaml(document: dict[str, Any]) -> str:

@@ -19,9 +19,9 @@ from django.core.management.base import CommandError
 
 from audit.models import AdminEvent
 from declarative.schema import ConfigError
-from gateway.config.apply import apply_config, export_config
-from gateway.management.commands.export import render_yaml
 from gateway.models import ConfigVersion
+from management_api.config_apply import apply_config, export_config
+from management_api.management.commands.export import render_yaml
 from presets.models import Preset
 from routing.models import Endpoint, Model, Provider, VirtualModel
 from workspaces.models import Policy, ProviderCredential, Workspace

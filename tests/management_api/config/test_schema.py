@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from declarative.schema import ConfigError, Existing, parse_config
-from gateway.config.apply import vocabulary
+from management_api.config_apply import vocabulary
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "docs" / "examples" / "switchyard.yaml"
 EXAMPLE_ENV = {"GROQ_API_KEY": "gsk-managed", "MISTRAL_API_KEY": "mk-managed"} | {

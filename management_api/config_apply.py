@@ -42,7 +42,7 @@ from declarative.types import (
     Vocabulary,
     WorkspaceSpec,
 )
-from gateway.config.export import export_config
+from management_api.config_export import export_config
 from presets.models import KeySettings, Preset, Route
 from presets.services import deploy_route, save_route
 from routing import models as routing

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from gateway.config.apply import apply_config
+from management_api.config_apply import apply_config
 from workspaces.models import Workspace
 from workspaces.services import create_superuser, rotate_api_key, set_membership
 

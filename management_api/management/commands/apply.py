@@ -13,7 +13,7 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from declarative.fields import ConfigError
-from gateway.config.apply import apply_config
+from management_api.config_apply import apply_config
 
 
 def load_yaml(text: str, name: str) -> Any:
