@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 import httpx
 import openai
+import yaml
 
 from fakeupstream.process import FakeUpstreamProcess, start_fake_upstream
 from gateway.processes import DEFAULT_SERVER, GatewayProcess, base_env, running_gateway
@@ -79,11 +80,15 @@ workspaces:
         normal: {{easy: meta/llama-3.3-70b, hard: anthropic/claude-sonnet-4, default: easy}}
   - {{slug: euonly, name: EU only, policy: {{allowed_residency: [eu-owned], max_attempts: 3}}}}
   - {{slug: other, name: Other, policy: {{max_attempts: 3}}}}
-  # auto routing with the LLM classifier on the cheap fake (R-AUTO-2)
+  # auto routing with the LLM classifier on the cheap fake (R-AUTO-2); its pool is this
+  # catalog's text models, so models other tests apply to the shared gateway (whose fakes
+  # may have stopped) never become its candidates
   - slug: autoclf
     name: Auto classifier
     policy: {{max_attempts: 3, routing_mode: price}}
     auto_router:
+      allowed_models: [meta/llama-3.3-70b, anthropic/claude-sonnet-4, acme/tiny, acme/paced,
+                       acme/mini]
       classifier: {{model: meta/llama-3.3-70b, timeout_ms: 1000}}
 """
 
@@ -132,6 +137,35 @@ class Live:
 
     def manage(self, *args: str, env_extra: dict[str, str] | None = None) -> str:
         return self.commands.manage(*args, env={**self.env, **(env_extra or {})})
+
+    @contextlib.contextmanager
+    def applied(self, body: str, env_extra: dict[str, str] | None = None) -> Iterator[None]:
+        """`manage.py apply` a test's own catalog (YAML) to the shared gateway, for as long
+        as the test needs it. On exit every endpoint it declared is disabled, and this waits
+        until /v1/models stops listing its models: their fake upstreams stop with the test,
+        and an endpoint left active would draw later tests' requests that may go to any
+        model (`auto`, the schema fuzz) to a closed port."""
+        path = self.log_path.parent / f"applied-{uuid.uuid4().hex[:8]}.yaml"
+        path.write_text(body)
+        self.manage("apply", "-f", str(path), env_extra=env_extra)
+        try:
+            yield
+        finally:
+            config = yaml.safe_load(body)
+            endpoints = [{**e, "status": "disabled"} for e in config.get("endpoints", ())]
+            path.write_text(yaml.safe_dump({"endpoints": endpoints}))
+            self.manage("apply", "-f", str(path))
+            gone = {m["slug"] for m in config.get("models", ())}
+            self.wait_for_models_gone(gone)
+
+    def wait_for_models_gone(self, models: set[str], timeout_s: float = 5) -> None:
+        """Models whose endpoints are all disabled leave /v1/models within one snapshot poll."""
+        client = openai.OpenAI(base_url=self.base_url, api_key=self.keys["acme"], max_retries=0)
+        wait_for(
+            lambda: not models & {m.id for m in client.models.list()},
+            f"{sorted(models)} to leave /v1/models",
+            timeout_s,
+        )
 
     def new_key(self, workspace: str, name: str, timeout_s: float = 5) -> str:
         """A key made with `createkey --name`, once the gateway's snapshot has it."""

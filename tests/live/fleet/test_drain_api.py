@@ -43,11 +43,10 @@ class Drained:
 
 
 @pytest.fixture(scope="module")
-def drained(live: Live, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Drained]:
-    folder = tmp_path_factory.mktemp("drain")
-    with running_fake_upstream("fast", name="drain", tokens_per_s=TOKENS_PER_S) as fake:
-        config = folder / "drain.yaml"
-        config.write_text(f"""
+def drained(live: Live) -> Iterator[Drained]:
+    with (
+        running_fake_upstream("fast", name="drain", tokens_per_s=TOKENS_PER_S) as fake,
+        live.applied(f"""
 providers:
   - {{slug: drain, name: Drain, base_url: "{fake.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
 models:
@@ -57,8 +56,8 @@ endpoints:
       price: {{input: 1, output: 1}}}}
 workspaces:
   - {{slug: drain, name: Drain, policy: {{max_attempts: 1}}}}
-""")
-        live.manage("apply", "-f", str(config))
+"""),
+    ):
         key = live.manage("createkey", "--workspace", "drain").strip()
         yield Drained(live, fake, key)
 

@@ -312,9 +312,9 @@ def test_r_exe_5_adaptive_virtual_model_prefers_the_faster_target(fresh_live, tm
     from fakeupstream.process import running_fake_upstream
     from tests.live.installation import UPSTREAM_KEY
 
-    with running_fake_upstream("fast", name="sloth", api_key=UPSTREAM_KEY, latency_ms=150) as sloth:
-        config = tmp_path / "adaptive.yaml"
-        config.write_text(f"""
+    with (
+        running_fake_upstream("fast", name="sloth", api_key=UPSTREAM_KEY, latency_ms=150) as sloth,
+        fresh_live.applied(f"""
 providers:
   - {{slug: sloth, name: Sloth, base_url: "{sloth.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
 models:
@@ -326,8 +326,8 @@ virtual_models:
   - slug: acme/adaptive
     strategy: adaptive
     targets: [{{model: acme/slow-model, weight: 1}}, {{model: acme/paced, weight: 1}}]
-""")
-        fresh_live.manage("apply", "-f", str(config))
+"""),
+    ):
         client = openai.OpenAI(base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"],
                                max_retries=0)  # fmt: skip
         fresh_live.wait_for_model(client, "acme/slow-model")

@@ -19,11 +19,12 @@ BYOK_SECRET = "byok-secret-of-acme"
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-def test_r_byok_1_workspace_key_is_used_for_its_own_calls_only(fresh_live, tmp_path):
+def test_r_byok_1_workspace_key_is_used_for_its_own_calls_only(fresh_live):
     # given a provider that only accepts ACME's own key; its managed key is the shared one
-    with running_fake_upstream("fast", name="vault", api_key=BYOK_SECRET) as vault:
-        config = tmp_path / "byok.yaml"
-        config.write_text(f"""
+    with (
+        running_fake_upstream("fast", name="vault", api_key=BYOK_SECRET) as vault,
+        fresh_live.applied(
+            f"""
 providers:
   - {{slug: vault, name: Vault, base_url: "{vault.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
 models:
@@ -36,8 +37,10 @@ workspaces:
     name: ACME
     credentials:
       - {{provider: vault, api_key_env: ACME_VAULT_KEY}}
-""")
-        fresh_live.manage("apply", "-f", str(config), env_extra={"ACME_VAULT_KEY": BYOK_SECRET})
+""",
+            env_extra={"ACME_VAULT_KEY": BYOK_SECRET},
+        ),
+    ):
         acme = openai.OpenAI(base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"],
                              max_retries=0)  # fmt: skip
         other = openai.OpenAI(base_url=fresh_live.base_url, api_key=fresh_live.keys["other"],

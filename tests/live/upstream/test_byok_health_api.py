@@ -13,7 +13,6 @@ same)."""
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -37,9 +36,9 @@ COOLDOWNS = {"SWITCHYARD_COOLDOWN_BASE_S": "1", "SWITCHYARD_COOLDOWN_MAX_S": "60
 @pytest.fixture(scope="module")
 def tenants(live: Live) -> Iterator[tuple[FakeUpstreamProcess, dict[str, str]]]:
     """The strict fake and the API keys of `byokh-a` and `byokh-b`."""
-    with running_fake_upstream("fast", name=PROVIDER, api_key=UPSTREAM_KEY) as strict:
-        path = live.log_path.parent / f"byok-health-{uuid.uuid4().hex[:6]}.yaml"
-        path.write_text(f"""
+    with (
+        running_fake_upstream("fast", name=PROVIDER, api_key=UPSTREAM_KEY) as strict,
+        live.applied(f"""
 providers:
   - {{slug: {PROVIDER}, name: Strict, base_url: "{strict.base_url}",
       api_key_env: LIVE_UPSTREAM_KEY}}
@@ -67,8 +66,8 @@ workspaces:
     policy: {{max_attempts: 3, routing_mode: price}}
     credentials:
       - {{provider: {PROVIDER}, api_key: {UPSTREAM_KEY}}}
-""")  # fmt: skip
-        live.manage("apply", "-f", str(path))
+"""),  # fmt: skip
+    ):
         workspaces = ("byokh-a", "byokh-b", "byokh-fb", "byokh-own")
         yield strict, {ws: live.new_key(ws, "bot") for ws in workspaces}
 

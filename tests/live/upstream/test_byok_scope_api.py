@@ -10,7 +10,6 @@ the only way to restrict one to API keys."""
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -45,12 +44,6 @@ class Installation:
     key_ids: dict[str, str]  # same -> lookup id
 
 
-def _apply(live: Live, body: str) -> None:
-    path = live.log_path.parent / f"byok-scope-{uuid.uuid4().hex[:6]}.yaml"
-    path.write_text(body)
-    live.manage("apply", "-f", str(path))
-
-
 def _save_credential(live: Live, workspace: str, body: dict[str, object]) -> None:
     token = live.manage("createtoken", "--workspace", workspace, "--role", "admin").strip()
     response = httpx.post(
@@ -76,8 +69,7 @@ def byok(live: Live) -> Iterator[Installation]:
     with (
         running_fake_upstream("fast", name="byok-open") as open_fake,
         running_fake_upstream("fast", name="byok-strict", api_key=UPSTREAM_KEY) as strict,
-    ):
-        _apply(live, f"""
+        live.applied(f"""
 providers:
   - {{slug: byok-open, name: Open, base_url: "{open_fake.base_url}",
       api_key_env: LIVE_UPSTREAM_KEY}}
@@ -98,7 +90,8 @@ workspaces:
   - {{slug: byok-scope, name: Scope, policy: {{max_attempts: 3}}}}
   - {{slug: byok-nofb, name: No fallback, policy: {{max_attempts: 3}}}}
   - {{slug: byok-fb, name: Fallback, policy: {{max_attempts: 3}}}}
-""")  # fmt: skip
+"""),  # fmt: skip
+    ):
         clients, key_ids = {}, {}
         for workspace, name in [("byok-scope", "bot"), ("byok-scope", "other-bot"),
                                 ("byok-nofb", "bot"), ("byok-fb", "bot")]:  # fmt: skip

@@ -54,14 +54,11 @@ class Phases:
 
 
 @pytest.fixture(scope="module")
-def phases(live: Live, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phases]:
-    folder = tmp_path_factory.mktemp("phases")
+def phases(live: Live) -> Iterator[Phases]:
     with (
         running_fake_upstream("fast", name="stall", ttft_ms=20_000) as stall,
         running_fake_upstream("fast", name="drip", tokens_per_s=3.3) as drip,
-    ):
-        config = folder / "phases.yaml"
-        config.write_text(f"""
+        live.applied(f"""
 providers:
   - {{slug: stall, name: Stall, base_url: "{stall.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
   - {{slug: drip, name: Drip, base_url: "{drip.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
@@ -76,8 +73,8 @@ endpoints:
 workspaces:
   - {{slug: phases, name: Phases, policy: {{max_attempts: 1}}}}
   - {{slug: deadline, name: Deadline, policy: {{max_attempts: 1, timeouts: {{total_ms: 1500}}}}}}
-""")
-        live.manage("apply", "-f", str(config))
+"""),
+    ):
         keys = {ws: live.manage("createkey", "--workspace", ws).strip()
                 for ws in ("phases", "deadline")}  # fmt: skip
         env = live.own_env(SWITCHYARD_TTFB_TIMEOUT_S="30", SWITCHYARD_IDLE_TIMEOUT_S="30")

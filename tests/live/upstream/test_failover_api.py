@@ -111,7 +111,7 @@ def test_r_exe_1_no_retry_once_stream_bytes_reached_the_client(fresh_live):
     assert fresh_live.fakes["pricey"].stats()["requests"] == 0
 
 
-def test_r_exe_1_killing_the_preferred_provider_mid_run_fails_over_with_200s(fresh_live, tmp_path):
+def test_r_exe_1_killing_the_preferred_provider_mid_run_fails_over_with_200s(fresh_live):
     # given two new providers for a new model, applied while the gateway runs
     from fakeupstream.process import running_fake_upstream
     from tests.live.installation import UPSTREAM_KEY
@@ -119,9 +119,7 @@ def test_r_exe_1_killing_the_preferred_provider_mid_run_fails_over_with_200s(fre
     with (
         running_fake_upstream("fast", name="doomed", api_key=UPSTREAM_KEY) as doomed,
         running_fake_upstream("fast", name="backup", api_key=UPSTREAM_KEY) as backup,
-    ):
-        config = tmp_path / "more.yaml"
-        config.write_text(f"""
+        fresh_live.applied(f"""
 providers:
   - {{slug: doomed, name: Doomed, base_url: "{doomed.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
   - {{slug: backup, name: Backup, base_url: "{backup.base_url}", api_key_env: LIVE_UPSTREAM_KEY}}
@@ -132,8 +130,8 @@ endpoints:
       price: {{input: 0.1, output: 0.1}}}}
   - {{id: backup-mortal, provider: backup, model: acme/mortal, upstream_model: m, region: r,
       price: {{input: 0.2, output: 0.2}}}}
-""")
-        fresh_live.manage("apply", "-f", str(config))
+"""),
+    ):
         client = openai.OpenAI(
             base_url=fresh_live.base_url, api_key=fresh_live.keys["acme"], max_retries=0
         )

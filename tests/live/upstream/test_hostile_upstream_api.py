@@ -57,9 +57,11 @@ class Hostile:
 @pytest.fixture(scope="module")
 def hostile(live: Live, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     folder = tmp_path_factory.mktemp("hostile")
-    with running_fake_upstream("fast", name="echo") as fake:
-        config = folder / "hostile.yaml"
-        config.write_text(f"""
+    secrets = {"HOSTILE_MANAGED_KEY": MANAGED_KEY, "HOSTILE_BYOK_KEY": BYOK_KEY}
+    with (
+        running_fake_upstream("fast", name="echo") as fake,
+        live.applied(
+            f"""
 providers:
   - {{slug: echo-oa, name: Echo OA, api_style: openai, base_url: "{fake.base_url}",
       api_key_env: HOSTILE_MANAGED_KEY}}
@@ -87,9 +89,10 @@ workspaces:
     policy: {{max_attempts: 1}}
     credentials:
       - {{provider: echo-byok, api_key_env: HOSTILE_BYOK_KEY}}
-""")
-        secrets = {"HOSTILE_MANAGED_KEY": MANAGED_KEY, "HOSTILE_BYOK_KEY": BYOK_KEY}
-        live.manage("apply", "-f", str(config), env_extra=secrets)
+""",
+            env_extra=secrets,
+        ),
+    ):
         key = live.manage("createkey", "--workspace", "hostile").strip()
         log_path = folder / "debug-gateway.log"
         env = live.own_env(LOG_LEVEL="DEBUG", **secrets)
