@@ -13,6 +13,7 @@ COPY routing ./routing
 COPY presets ./presets
 COPY audit ./audit
 COPY console ./console
+COPY budgets ./budgets
 COPY management_api ./management_api
 COPY declarative ./declarative
 COPY fakeupstream ./fakeupstream

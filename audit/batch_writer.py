@@ -1,6 +1,6 @@
 """Rows queued in memory and written in batches off the request path, every `flush_s` or
 when `flush()` is awaited (shutdown, lookups): the trace writer (audit/record.py) and the
-spending ledger (gateway/admission/ledger.py). A database that is down keeps the batch
+spending ledger (budgets/stores/ledger.py). A database that is down keeps the batch
 queued; past `max_pending` the oldest rows are dropped, loudly, never the requests.
 Both store a batch with `insert_ignoring_conflicts`: raw multi-row INSERTs, as the ORM's
 `bulk_create` spent more per row than the database spends storing it."""

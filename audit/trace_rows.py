@@ -1,7 +1,7 @@
 """Traces into the database: a batch is one multi-row `INSERT … ON CONFLICT DO NOTHING`
 per `ROWS_PER_STATEMENT` rows (audit/batch_writer.py), its JSON columns encoded by orjson.
 
-Raw SQL, like the spending ledger (gateway/admission/ledger.py): the ORM's `bulk_create`
+Raw SQL, like the spending ledger (budgets/stores/ledger.py): the ORM's `bulk_create`
 built a model instance a row, prepared its 26 values through every field's methods and
 encoded the three JSON columns with the standard library's encoder — on this machine
 ~55 µs a row, more than SQLite spends storing it with its nine indexes, in the gateway's

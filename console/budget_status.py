@@ -23,9 +23,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from gateway.admission.budget_store import CounterState
-from gateway.admission.budgets import counter_name, key_scope, workspace_scope
-from gateway.admission.limits import LimitUse
+from budgets.models import BudgetAlert, RateLimit
+from budgets.rules.budgets import counter_name, key_scope, workspace_scope
+from budgets.rules.holds import CounterState
+from budgets.rules.limits import LimitUse
 from gateway.errors import ApiError
 from gateway.state import admission_state
 from management_api.budget_serializers import is_limiting
@@ -35,7 +36,6 @@ from presets.catalog import catalog_names
 from presets.models import KeySettings, Route
 from routing.engine.routes import BudgetNode, RateLimitNode, RouteInvalid, parse_route
 from routing.engine.routes.periods import period_bounds
-from workspaces.budget_models import BudgetAlert, RateLimit
 from workspaces.models import Workspace
 
 MICROS_PER_USD = 1_000_000

@@ -6,7 +6,7 @@ Each write asks the one predicate for `edit` first, then validates the form with
 management API's serializers (management_api/budget_serializers.py: `apply`'s rules), so a
 problem reads exactly as the API's 400 says it; a bad form is a 400 re-rendering the page
 with that message and writes nothing. Valid values go through
-`workspaces.budget_services` (atomic, audited) and the page redirects with a message: the
+`budgets.services` (atomic, audited) and the page redirects with a message: the
 shape console/form_writes.py gives every console form write."""
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from budgets import services as budget_services
+from budgets.models import Budget
 from console.access import Access, access
 from console.budget_status import budget_page
 from console.form_writes import validated, write_form
 from console.workspace_config import comma_list, form_number
 from declarative.budgets import BUDGET_PERIODS
 from management_api.budget_serializers import BudgetBodySerializer, RateLimitBodySerializer
-from workspaces import budget_services
-from workspaces.budget_models import Budget
 from workspaces.models import ApiKey
 from workspaces.permissions import Action
 

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "workspaces",
     "routing",
     "presets",
+    "budgets",
     "audit",
     "management_api",  # no models: its commands (apply, export, bootstrap, route)
     "console",
@@ -128,7 +129,7 @@ REDIS_URL = env.str("REDIS_URL", default="")
 # REDIS_URL names one node of a Redis Cluster: every store finds the others from it, and
 # keys carry their workspace's hash tag (docs/deployment.md, "Redis Cluster").
 REDIS_CLUSTER = env.bool("SWITCHYARD_REDIS_CLUSTER", default=False)
-# Where budgets and rate limits are kept (gateway/admission/stores.py): auto picks Redis
+# Where budgets and rate limits are kept (budgets/create.py): auto picks Redis
 # when REDIS_URL is set, else the database on PostgreSQL, else this process.
 ADMISSION_STORE = env.str("SWITCHYARD_ADMISSION_STORE", default="auto")
 # Requests a worker admits from one allowance far from every cap (Redis only; 0: none,

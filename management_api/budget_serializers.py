@@ -5,7 +5,7 @@ Bodies are validated by the rules `apply` uses (`declarative.budgets`: periods, 
 in USD ≥ 0, alert fractions in (0, 1], at most ten; limits ≥ 1), every problem with its
 path, plus one `apply` does not check: a cap has at most six decimals (micro-dollars).
 The declared fields describe the body in the OpenAPI schema; `to_internal_value` returns
-the values `workspaces.budget_services` writes.
+the values `budgets.services` writes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from budgets.models import KEY_NAME_CHARS, Budget, RateLimit
+from budgets.services import BudgetValues, LimitValues
 from declarative.budgets import (
     BUDGET_KEYS,
     BUDGET_PERIODS,
@@ -26,8 +28,6 @@ from declarative.budgets import (
     parse_limits,
 )
 from declarative.fields import Fields, Issues
-from workspaces.budget_models import KEY_NAME_CHARS, Budget, RateLimit
-from workspaces.budget_services import BudgetValues, LimitValues
 
 MICROS_PER_USD = 1_000_000
 SCOPES = ("workspace", "key")

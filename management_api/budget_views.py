@@ -12,7 +12,7 @@ A key's own budget and limits are also fields of the keys resource (management_a
 Spending is read from this process's budget store — the one the gateway admits with
 (`admission_state.stores()`: Redis, the database, or this process on SQLite) — for each
 budget's counter of the period holding now. A store that cannot answer is a 503
-`budget_store_unavailable`, never zeros. Writes go through `workspaces.budget_services`
+`budget_store_unavailable`, never zeros. Writes go through `budgets.services`
 and never touch the store.
 """
 
@@ -28,8 +28,10 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from gateway.admission.budget_store import CounterState
-from gateway.admission.budgets import counter_name, key_scope, workspace_scope
+from budgets import services as budget_services
+from budgets.models import Budget, RateLimit
+from budgets.rules.budgets import counter_name, key_scope, workspace_scope
+from budgets.rules.holds import CounterState
 from management_api import runtime
 from management_api.base import WorkspaceScopedAPIView, WorkspaceScopedViewSet, invalid
 from management_api.budget_serializers import (
@@ -48,8 +50,7 @@ from management_api.budget_serializers import (
 )
 from management_api.schema import ErrorSerializer
 from routing.engine.routes.periods import period_bounds
-from workspaces import budget_services
-from workspaces.models import Budget, Policy, RateLimit, Workspace
+from workspaces.models import Policy, Workspace
 
 UNAVAILABLE = OpenApiResponse(
     ErrorSerializer, description="The budget store cannot answer (code `budget_store_unavailable`)."

@@ -31,6 +31,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from audit.events import diff, record_event
+from budgets.models import Budget, RateLimit
 from declarative.schema import parse_config
 from declarative.types import (
     BudgetSpec,
@@ -49,7 +50,7 @@ from routing import models as routing
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
 from workspaces import models as tenancy
-from workspaces.models import Budget, Policy, ProviderCredential, RateLimit, Workspace
+from workspaces.models import Policy, ProviderCredential, Workspace
 from workspaces.secrets import DecryptionError, Sealed, owner_aad, seal, unseal
 
 __all__ = ["KINDS", "ApplyReport", "KindCounts", "apply_config", "export_config"]

@@ -13,11 +13,12 @@ from datetime import UTC
 from decimal import Decimal
 from typing import Any
 
+from budgets.models import Budget, RateLimit
 from declarative.budgets import BUDGET_PERIODS
 from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Provider, VirtualModel
 from routing.models import Model as CatalogModel
-from workspaces.models import Budget, Policy, ProviderCredential, RateLimit, Workspace
+from workspaces.models import Policy, ProviderCredential, Workspace
 
 MICROS_PER_USD = Decimal(1_000_000)
 

@@ -17,6 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from budgets.models import Budget, RateLimit
 from management_api.budget_serializers import (
     BudgetRuleSerializer,
     RateLimitsSerializer,
@@ -30,7 +31,7 @@ from management_api.tenancy_serializers import (
 )
 from presets.models import KeySettings, Preset, Route, RouteVersion
 from presets.services import MAX_MESSAGE_CHARS
-from workspaces.models import ApiKey, Budget, RateLimit
+from workspaces.models import ApiKey
 
 SLUG_MAX_CHARS = 64  # Preset.slug, Route.slug
 

@@ -32,6 +32,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from budgets import services as budget_services
 from declarative.fields import Issues
 from declarative.types import PresetSpec
 from declarative.workspaces import parse_preset
@@ -49,7 +50,6 @@ from management_api.schema import error_response
 from management_api.tenancy_views import REFUSALS, ApiKeyViewSet, refusal
 from presets import preset_services
 from presets.models import Preset
-from workspaces import budget_services
 from workspaces.models import ApiKey
 from workspaces.services import CreatedKey
 

@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 
 from asgiref.sync import async_to_sync
 
-from gateway.admission.budget_store import BudgetStoreUnavailable, CounterState
-from gateway.admission.limits import LimitStoreUnavailable, LimitUse
+from budgets.models import RateLimit
+from budgets.rules.holds import BudgetStoreUnavailable, CounterState
+from budgets.rules.limits import LimitStoreUnavailable, LimitUse
 from gateway.errors import ApiError
 from gateway.state import admission_state, request_state
 from gateway.state.snapshot import Snapshot, load_snapshot
 from gateway.state.snapshot_budgets import limit_spec
-from workspaces.models import RateLimit
 
 
 def configuration() -> Snapshot:

@@ -26,10 +26,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from audit.events import diff, record_event
+from budgets import services as budget_services
+from budgets.services import LimitValues
 from declarative.workspaces import PRESET_KEYS
 from presets.models import KeySettings, Preset, Route
-from workspaces import budget_services
-from workspaces.budget_services import LimitValues
 from workspaces.models import ApiKey, Workspace
 from workspaces.services import CreatedKey, create_api_key, update_api_key
 

@@ -202,15 +202,3 @@ class Policy(models.Model):
 
     def __str__(self) -> str:
         return f"policy of {self.workspace}"
-
-
-# Budgets, rate limits and the spending ledger live in their own module; imported here so
-# that Django registers them with this app.
-from workspaces.budget_models import (  # noqa: E402, F401
-    Budget,
-    BudgetAlert,
-    BudgetCounter,
-    BudgetReservation,
-    RateLimit,
-    SpendEntry,
-)

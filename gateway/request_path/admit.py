@@ -8,7 +8,7 @@ The rate limits of the key and its workspace (requests, the input estimate plus
 `max_tokens` as tokens, a concurrency lease) are taken all or nothing, together with the
 request's worst-case cost (budgets.py) reserved on every budget counter that applies —
 the workspace's, the key's, a route budget node's the walk went through — in one atomic
-step of the store (gateway/admission/admitter.py; one round trip on Redis); when one
+step of the store (budgets/admitter.py; one round trip on Redis); when one
 refuses, the other is given back. A refusal is 429 `rate_limited` (with `Retry-After`) or 402
 `budget_exceeded`, nothing taken anywhere; a store that cannot answer is 503
 `budget_store_unavailable`. The `Admission` is settled exactly once, on whichever way the
@@ -24,12 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gateway import metrics
-from gateway.admission import settling
-from gateway.admission.admitter import GiveBack, Meanwhile
-from gateway.admission.allowance import Allowance
-from gateway.admission.budget_store import BudgetStoreUnavailable, Hold
-from gateway.admission.budgets import (
+from budgets import settling
+from budgets.admitter import GiveBack, Meanwhile
+from budgets.create import AdmissionStores
+from budgets.rules.allowance import Allowance
+from budgets.rules.budgets import (
     BudgetRule,
     Charge,
     charges,
@@ -38,14 +37,15 @@ from gateway.admission.budgets import (
     usd,
     worst_case_micros,
 )
-from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
-from gateway.admission.route_usage import (
+from budgets.rules.holds import BudgetStoreUnavailable, Hold
+from budgets.rules.limits import LimitSpec, LimitStoreUnavailable
+from budgets.rules.route_usage import (
     StoreUsage,
     StoreUsageReader,
     tracking_rules,
     usage_counters,
 )
-from gateway.admission.stores import AdmissionStores
+from gateway import metrics
 from gateway.errors import ApiError
 from gateway.request_path.caller import Caller
 from gateway.request_path.resolve import Resolved
@@ -119,7 +119,7 @@ async def admit(
     meanwhile: Meanwhile = None,
 ) -> Admission:
     """`meanwhile`: the request's own work, which a Redis store runs once the admission's
-    calls are written, while Redis answers (gateway/admission/redis_admitter.py); it may not run
+    calls are written, while Redis answers (budgets/redis/admitter.py); it may not run
     at all (no budget or limit applies, another store, a busy worker): it only gets ahead."""
     rules = budget_rules(caller, resolved)
     limits = tuple(s for s in (caller.workspace.limits, caller.key.limits) if s is not None)

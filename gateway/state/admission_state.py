@@ -1,5 +1,5 @@
-"""The process's budget and rate-limit stores and its spending ledger (gateway/admission/
-stores.py picks them), created on first use inside the event loop; written out and closed
+"""The process's budget and rate-limit stores and its spending ledger (budgets/create.py
+picks them), created on first use inside the event loop; written out and closed
 at shutdown."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 
-from gateway.admission.settling import drain
-from gateway.admission.stores import AdmissionStores, choose_kind, create_stores
+from budgets.create import AdmissionStores, choose_kind, create_stores
+from budgets.settling import drain
+from gateway import metrics
 from gateway.state.db_thread import in_db_thread
 
 _stores: AdmissionStores | None = None
@@ -25,10 +26,15 @@ def stores() -> AdmissionStores:
             lease_ttl_s=settings.GATEWAY.total_timeout_s + 60,
             run_sync=in_db_thread,
             flush_s=settings.GATEWAY.trace_flush_s,
+            count_alert=_count_alert,
             allowance_requests=settings.ALLOWANCE_REQUESTS,
             cluster=settings.REDIS_CLUSTER,
         )
     return _stores
+
+
+def _count_alert(budget: str, threshold: str) -> None:
+    metrics.BUDGET_ALERTS.labels(budget, threshold).inc()
 
 
 async def stop() -> None:

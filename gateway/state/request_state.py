@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from budgets.rules.route_usage import NO_USAGE
 from gateway import metrics
-from gateway.admission.route_usage import NO_USAGE
 from gateway.gateway_settings import GatewaySettings
 from gateway.state import runtime
 from gateway.state.snapshot import CredentialEntry, KeyEntry, Snapshot, WorkspaceEntry

@@ -26,6 +26,7 @@ from django.db import models, transaction
 from django.db.models import F
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
+from budgets.models import Budget, RateLimit
 from gateway.failure_log import RepeatedFailure
 from gateway.models import ConfigVersion
 from gateway.state.db_thread import in_db_thread
@@ -44,7 +45,7 @@ from gateway.state.snapshot_types import (
 )
 from presets.models import KeySettings, Preset, Route
 from routing.models import Endpoint, Model, Provider, VirtualModel
-from workspaces.models import ApiKey, Budget, Policy, ProviderCredential, RateLimit, Workspace
+from workspaces.models import ApiKey, Policy, ProviderCredential, Workspace
 
 __all__ = [
     "CONFIG_MODELS",

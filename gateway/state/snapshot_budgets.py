@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.admission.budgets import BudgetRule, key_scope, workspace_scope
-from gateway.admission.limits import LimitSpec
-from workspaces.models import Budget, Policy, RateLimit
+from budgets.models import Budget, RateLimit
+from budgets.rules.budgets import BudgetRule, key_scope, workspace_scope
+from budgets.rules.limits import LimitSpec
+from workspaces.models import Policy
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from gateway.admission.route_usage import usage_periods
+from budgets.rules.route_usage import usage_periods
 from gateway.state.snapshot_types import DeployedRoute
 from presets.models import Route
 from routing.engine.resolve import CatalogNames

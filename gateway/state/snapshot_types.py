@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gateway.admission.budgets import BudgetRule
-from gateway.admission.limits import LimitSpec
+from budgets.rules.budgets import BudgetRule
+from budgets.rules.limits import LimitSpec
 from routing.engine.adaptive import MIN_WEIGHT_FRACTION
 from routing.engine.auto.settings import AutoSettings
 from routing.engine.key_scope import PresetView

@@ -6,7 +6,7 @@ Why in process: the test client calls the console's sync views with no event loo
 read of a store (`async_to_sync`) runs on a new loop, and a Redis client's pooled
 connections belong to the loop that opened them. Under the gateway's ASGI server every
 read runs on the worker's one loop; the Redis stores themselves are tested in
-tests/gateway/admission, and the console's pages against them in tests/browser."""
+tests/budgets, and the console's pages against them in tests/browser."""
 
 from __future__ import annotations
 

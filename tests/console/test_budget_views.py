@@ -22,11 +22,13 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from audit.models import AdminEvent
-from gateway.admission import settling
-from gateway.admission.budget_store import BudgetStore, Hold
-from gateway.admission.budgets import BudgetRule, charges, key_scope
-from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
-from gateway.admission.route_usage import tracking_rules
+from budgets import settling
+from budgets.models import Budget, BudgetAlert, RateLimit
+from budgets.rules.budgets import BudgetRule, charges, key_scope
+from budgets.rules.holds import Hold
+from budgets.rules.limits import LimitSpec, LimitStoreUnavailable
+from budgets.rules.route_usage import tracking_rules
+from budgets.stores.budget_store import BudgetStore
 from gateway.request_path.admit import Admission
 from gateway.state import admission_state, request_state, runtime
 from gateway.state.db_thread import close_connections
@@ -36,7 +38,7 @@ from presets.preset_services import set_key_settings
 from presets.services import deploy_route, save_route
 from routing.engine.routes.periods import period_bounds
 from tests.management_api.clients import client_as
-from workspaces.models import Budget, BudgetAlert, RateLimit, Workspace
+from workspaces.models import Workspace
 from workspaces.services import CredentialRules, create_credential
 
 pytestmark = pytest.mark.django_db

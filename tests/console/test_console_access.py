@@ -15,6 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from audit.models import AdminEvent, RequestTrace
+from budgets.models import Budget
 from console.csp import POLICY
 from console.sign_in import MAX_FAILURES
 from console.urls import urlpatterns
@@ -22,7 +23,7 @@ from management_api.config_apply import apply_config
 from presets.services import deploy_route, save_route
 from tests.console.conftest import PASSWORD, ROLES
 from tests.management_api.clients import client_as
-from workspaces.models import ApiKey, Budget, ProviderCredential, Workspace
+from workspaces.models import ApiKey, ProviderCredential, Workspace
 from workspaces.permissions import allows
 from workspaces.services import (
     CredentialRules,

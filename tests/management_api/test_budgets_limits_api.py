@@ -18,15 +18,16 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from audit.models import AdminEvent
-from gateway.admission.budget_store import Hold
-from gateway.admission.budgets import BudgetRule, charges, counter_name, key_scope, workspace_scope
-from gateway.admission.limits import LimitSpec, LimitStoreUnavailable
+from budgets.models import Budget, RateLimit, SpendEntry
+from budgets.rules.budgets import BudgetRule, charges, counter_name, key_scope, workspace_scope
+from budgets.rules.holds import Hold
+from budgets.rules.limits import LimitSpec, LimitStoreUnavailable
 from gateway.models import ConfigVersion
 from gateway.state import admission_state
 from gateway.state.db_thread import close_connections
 from routing.engine.routes.periods import period_bounds
 from tests.management_api.clients import client_as
-from workspaces.models import ApiKey, Budget, Policy, RateLimit, SpendEntry, Workspace
+from workspaces.models import ApiKey, Policy, Workspace
 from workspaces.services import create_api_key
 
 WS = "/api/v1/workspaces/acme"

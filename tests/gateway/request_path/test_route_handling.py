@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gateway.admission.route_usage import NO_USAGE
+from budgets.rules.route_usage import NO_USAGE
 from gateway.errors import ApiError
 from gateway.request_path.resolve.routes import route_request
 from gateway.state.request_state import Effects
