@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import weakref
 from typing import Any
 
 import orjson
@@ -32,21 +35,43 @@ def _database_ok() -> bool:
         return False
 
 
+def health_client_name() -> str:
+    """What `CLIENT LIST` on Redis shows for a worker's health checks: its pid says whose."""
+    return f"switchyard-healthz-{os.getpid()}"
+
+
+# One client per event loop and Redis: a probe every few seconds reuses its connection
+# instead of opening one each call. Keyed by the loop, since a client's connections
+# belong to the loop that opened them.
+_health_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _health_client(url: str, cluster: bool) -> Any:
+    import redis.asyncio as redis
+
+    clients = _health_clients.setdefault(asyncio.get_running_loop(), {})
+    if (url, cluster) not in clients:
+        options: dict[str, Any] = {
+            "socket_connect_timeout": 1,
+            "socket_timeout": 1,
+            "client_name": health_client_name(),
+        }
+        connect = redis.RedisCluster.from_url if cluster else redis.from_url
+        clients[url, cluster] = connect(url, **options)
+    return clients[url, cluster]
+
+
 async def _redis_ok(url: str, cluster: bool) -> bool:
     """Redis answers: on a cluster, every master (each holds some workspaces' budgets)."""
     import redis.asyncio as redis
 
-    options: dict[str, Any] = {"socket_connect_timeout": 1, "socket_timeout": 1}
-    client = (
-        redis.RedisCluster.from_url(url, **options) if cluster else redis.from_url(url, **options)
-    )
     ping = {"target_nodes": redis.RedisCluster.PRIMARIES} if cluster else {}
     try:
-        return bool(await client.ping(**ping))
+        return bool(await _health_client(url, cluster).ping(**ping))
     except Exception:
         return False
-    finally:
-        await client.aclose()
 
 
 async def healthz(request: HttpRequest) -> HttpResponse:

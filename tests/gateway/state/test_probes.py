@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+
 import orjson
 import pytest
+import redis.asyncio as redis
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
+from gateway.api.readiness import _redis_ok, health_client_name
 from gateway.state import runtime
 from gateway.state.db_thread import close_connections
 
@@ -67,3 +72,19 @@ def test_livez_asks_no_dependency(monkeypatch):
     status, body = async_to_sync(_probe)("/livez")
     # then
     assert (status, body) == (200, {"status": "ok"})
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="needs REDIS_URL")
+def test_healthz_asks_redis_on_one_connection_however_often_it_is_probed():
+    url = os.environ["REDIS_URL"]
+
+    async def probe_and_count() -> tuple[list[bool], int]:
+        answers = [await _redis_ok(url, cluster=False) for _ in range(5)]
+        clients = await redis.from_url(url).client_list()
+        return answers, sum(c["name"] == health_client_name() for c in clients)
+
+    # when a worker is probed five times
+    answers, connections = asyncio.run(probe_and_count())
+    # then each probe found Redis, and all of them asked it on one connection
+    assert answers == [True] * 5
+    assert connections == 1
