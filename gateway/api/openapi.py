@@ -79,10 +79,12 @@ class CodeLoader(yaml.SafeLoader):
         self.used: set[tuple[str, str | None]] = set()
 
     def code_value(self, node: yaml.Node) -> object:
-        reference = self.construct_scalar(node)  # type: ignore[arg-type]
+        reference: str = self.construct_scalar(node)
         where = f"line {node.start_mark.line + 1}: !code {reference}"
         match = _REFERENCE.fullmatch(reference)
-        if match is None or match["name"] not in self.code_values:
+        if match is None:
+            raise DocumentError(f"{where}: not NAME or NAME[key]")
+        if match["name"] not in self.code_values:
             raise DocumentError(f"{where}: no such code value; they are {sorted(self.code_values)}")
         name, key = match["name"], match["key"]
         value = self.code_values[name]
