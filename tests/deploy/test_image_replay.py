@@ -50,7 +50,13 @@ def test_a_shell_form_cmd_is_refused():
 
 
 def test_dockerignore_sends_the_packages_and_nothing_of_the_checkout_else():
-    sent = ["pyproject.toml", "README.md", "gateway/asgi.py", "console/static/console/console.css"]
+    sent = [
+        "pyproject.toml",
+        "README.md",
+        "gateway/asgi.py",
+        "gateway/api/openapi.yaml",
+        "console/static/console/console.css",
+    ]
     kept_out = [".git/config", ".venv/bin/python", "var/dev-secrets.json", ".env", "bench/run.py",
                 "tests/conftest.py", "gateway/__pycache__/asgi.cpython-311.pyc"]  # fmt: skip
     assert [path for path in sent if ignored(path, RULES)] == []

@@ -1,4 +1,4 @@
-"""The /v1 OpenAPI description (gateway/api/openapi.py), in process: a valid OpenAPI 3.1
+"""The /v1 OpenAPI description (gateway/api/openapi.yaml), in process: a valid OpenAPI 3.1
 document whose every schema is valid JSON Schema, and whose Anthropic Messages paths (SPEC
 R-API-9) follow the code that serves them — the fields the translation reads and refuses,
 the choices it accepts, Anthropic's error envelope at the chat path's statuses, the answers'
@@ -27,6 +27,12 @@ from gateway.api import views
 from gateway.api.anthropic import blocks as messages_blocks
 from gateway.api.anthropic import request as messages_request
 from gateway.api.anthropic import tools as messages_tools
+from gateway.api.anthropic.count_tokens import (
+    ENDPOINT_HEADERS,
+    ESTIMATED,
+    TOKEN_COUNT_HEADER,
+    UPSTREAM,
+)
 from gateway.api.anthropic.messages import (
     FACT_HEADERS,
     anthropic_model_list,
@@ -287,6 +293,23 @@ def test_every_error_the_messages_paths_render_is_the_documented_envelope(status
     assert not _conforms(error.body(), _component("AnthropicError"))
 
 
+@pytest.mark.parametrize("path", [MESSAGES, COUNT_TOKENS])
+def test_each_messages_error_is_described_by_its_anthropic_error_type(path):
+    # given
+    responses = _operation(path)["responses"]
+    # when
+    described = {status: answer["description"] for status, answer in responses.items()}
+    # then
+    assert {status: described[status] for status in described if status[0] == "4"} == {
+        str(status): f"`{kind}`; nothing was charged"
+        for status, kind in ERROR_TYPES.items()
+        if status < 500
+    }
+    assert all(
+        f"`{kind}`" in described["5XX"] for status, kind in ERROR_TYPES.items() if status >= 500
+    )
+
+
 def test_a_message_answer_is_the_documented_message():
     # given: a text and a tool call whose id Anthropic would refuse as it came
     completion = {
@@ -346,6 +369,30 @@ def test_the_switchyard_headers_of_a_message_are_documented():
     # then
     assert documented == {*FACT_HEADERS.values(), *on_every_answer}
     assert on_every_answer == {"X-Switchyard-Trace-Id", "X-Switchyard-Attempts"}
+
+
+def test_each_routing_fact_header_is_described_by_its_fact():
+    # given
+    headers = _operation(MESSAGES)["responses"]["200"]["headers"]
+    # when
+    described = {header: headers[header]["description"] for header in FACT_HEADERS.values()}
+    # then
+    assert {header: text.split(";")[0] for header, text in described.items()} == {
+        header: f"`switchyard.{fact}`" for fact, header in FACT_HEADERS.items()
+    }
+
+
+def test_the_count_headers_name_who_counted_and_the_endpoint_counted_for():
+    # when
+    headers = _operation(COUNT_TOKENS)["responses"]["200"]["headers"]
+    # then
+    assert list(headers) == [TOKEN_COUNT_HEADER, *ENDPOINT_HEADERS.values()]
+    assert headers[TOKEN_COUNT_HEADER]["schema"] == {"enum": [UPSTREAM, ESTIMATED]}
+    assert f"`{UPSTREAM}`: " in headers[TOKEN_COUNT_HEADER]["description"]
+    assert f"`{ESTIMATED}`: " in headers[TOKEN_COUNT_HEADER]["description"]
+    assert [headers[header]["description"].split()[:2] for header in ENDPOINT_HEADERS.values()] == [
+        ["the", fact] for fact in ENDPOINT_HEADERS
+    ]
 
 
 def test_the_key_is_read_from_either_documented_scheme():

@@ -1,5 +1,5 @@
 """Schema fuzzing of the /v1 surface (SPEC R-API-3): schemathesis generates valid and
-invalid requests from the OpenAPI description (gateway/api/openapi.py) and sends them to
+invalid requests from the OpenAPI description (gateway/api/openapi.yaml) and sends them to
 the live gateway with a valid key. Whatever the request: never a 5xx, never HTML, and every
 4xx is the OpenAI error envelope, or Anthropic's on the Messages paths (R-API-9).
 
