@@ -33,7 +33,7 @@ PREFIX_WILDCARD = ".*"  # `route.*`: every action of that family
 MAX_ID_DIGITS = 19  # a BigAutoField id; a longer one is no cursor of ours
 
 
-class AuditEventSerializer(serializers.Serializer):  # type: ignore[misc]  # DRF is untyped
+class AuditEventSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     actor = serializers.CharField(
@@ -51,7 +51,7 @@ class AuditEventSerializer(serializers.Serializer):  # type: ignore[misc]  # DRF
     )
 
 
-class AuditPageSerializer(serializers.Serializer):  # type: ignore[misc]
+class AuditPageSerializer(serializers.Serializer):
     object = serializers.CharField(help_text="Always `list`.")
     data = AuditEventSerializer(many=True)
     next_cursor = serializers.CharField(

@@ -83,7 +83,7 @@ class RoleAllows(BasePermission):
     """The one predicate (D-30) asked for the action this request needs."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        scoped: WorkspaceScopeMixin = view  # type: ignore[assignment]
+        scoped: WorkspaceScopeMixin = view
         action = scoped.required_action(request)
         if allows(scoped.role, action):
             return True

@@ -133,6 +133,7 @@ class RateLimitsSerializer(serializers.Serializer):
         problems = _Problems()
         fields = Fields(data, "", problems, (*self.extra_keys, *LIMIT_KEYS))
         spec = parse_limits(fields)
+        assert spec is not None  # the fields are given, so the limits are parsed
         values = LimitValues(spec.requests_per_minute, spec.tokens_per_minute, spec.concurrent)
         extra = {"key_name": _key_name(fields)} if self.extra_keys else {}
         problems.raise_if_any()

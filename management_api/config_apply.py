@@ -263,7 +263,7 @@ def _existing() -> Existing:
 
 def _slugs_by_workspace(model: type[models.Model]) -> dict[str, frozenset[str]]:
     slugs: dict[str, set[str]] = {}
-    for workspace, slug in model.objects.values_list("workspace__slug", "slug"):  # type: ignore[attr-defined]
+    for workspace, slug in model.objects.values_list("workspace__slug", "slug"):
         slugs.setdefault(workspace, set()).add(slug)
     return {workspace: frozenset(found) for workspace, found in slugs.items()}
 
@@ -356,27 +356,29 @@ def _write(config: Config, tally: _Tally, *, actor: str, deploy: bool) -> None:
         _upsert(tally, which, row, partial(Provider, slug=spec.slug), values, sealer)
 
     catalog = CatalogModel.objects.in_bulk([s.slug for s in config.models], field_name="slug")
-    for spec in config.models:
-        values = _columns(spec, exclude=("slug",))
-        factory = partial(CatalogModel, slug=spec.slug)
-        _upsert(tally, _Row("model", spec.slug), catalog.get(spec.slug), factory, values)
+    for model in config.models:
+        values = _columns(model, exclude=("slug",))
+        factory = partial(CatalogModel, slug=model.slug)
+        _upsert(tally, _Row("model", model.slug), catalog.get(model.slug), factory, values)
 
     provider_ids = dict(Provider.objects.values_list("slug", "pk"))
     model_ids = dict(CatalogModel.objects.values_list("slug", "pk"))
     endpoints = Endpoint.objects.in_bulk([s.id for s in config.endpoints])
-    for spec in config.endpoints:
-        values = _columns(spec, exclude=("id", "provider", "model"))
-        values.update(provider_id=provider_ids[spec.provider], model_id=model_ids[spec.model])
-        factory = partial(Endpoint, id=spec.id)
-        _upsert(tally, _Row("endpoint", spec.id), endpoints.get(spec.id), factory, values)
+    for endpoint in config.endpoints:
+        values = _columns(endpoint, exclude=("id", "provider", "model"))
+        values.update(
+            provider_id=provider_ids[endpoint.provider], model_id=model_ids[endpoint.model]
+        )
+        factory = partial(Endpoint, id=endpoint.id)
+        _upsert(tally, _Row("endpoint", endpoint.id), endpoints.get(endpoint.id), factory, values)
 
     slugs = [s.slug for s in config.virtual_models]
     virtual = VirtualModel.objects.in_bulk(slugs, field_name="slug")
-    for spec in config.virtual_models:
-        values = _columns(spec, exclude=("slug",))
-        factory = partial(VirtualModel, slug=spec.slug)
-        which = _Row("virtual_model", spec.slug)
-        _upsert(tally, which, virtual.get(spec.slug), factory, values)
+    for virtual_model in config.virtual_models:
+        values = _columns(virtual_model, exclude=("slug",))
+        factory = partial(VirtualModel, slug=virtual_model.slug)
+        which = _Row("virtual_model", virtual_model.slug)
+        _upsert(tally, which, virtual.get(virtual_model.slug), factory, values)
 
     for workspace in config.workspaces:
         _write_workspace(workspace, tally, actor=actor, deploy=deploy)

@@ -50,12 +50,18 @@ class Configuration(Protocol):
     """What replay reads of the gateway's configuration snapshot (`Snapshot`,
     gateway/state/snapshot_types.py), which the caller loads and hands in."""
 
-    catalog: Any
-    names: Any
-    virtual: Any
-    endpoints: Mapping[str, Any]
-    workspaces: Mapping[int, Any]
-    keys: Mapping[Any, Any]
+    @property
+    def catalog(self) -> Any: ...
+    @property
+    def names(self) -> Any: ...
+    @property
+    def virtual(self) -> Any: ...
+    @property
+    def endpoints(self) -> Mapping[str, Any]: ...
+    @property
+    def workspaces(self) -> Mapping[int, Any]: ...
+    @property
+    def keys(self) -> Mapping[Any, Any]: ...
 
 
 def parse_duration(text: str) -> float:
