@@ -26,26 +26,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import os
 import resource
-import selectors
 import signal
-import socket
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
 import httpx
-import orjson
 
+from bench.flood_clients import Clients, pump_for, stream_request
+from bench.flood_report import PHASE_TIMEOUT_S, FloodOptions, FloodResult, render, seconds_text
 from bench.procs import (
     ProcessTree,
     cpu_seconds,
@@ -74,8 +70,6 @@ GATEWAY_TIMEOUT_S = "3600"
 # the next one starts (a connect that is still pending stays watched).
 BATCH = 250
 BATCH_WAIT_S = 1.0
-# Every phase ends by this long at most, whatever happens.
-PHASE_TIMEOUT_S = 90.0
 # The flood has stalled when the fake's in-flight count has not risen for this long.
 STALL_S = 10.0
 # After the plateau is reached, allocations still in progress get this long to finish.
@@ -94,125 +88,6 @@ QUIET_WAIT_S = 30.0
 GATEWAY_LOG = ROOT / "var" / "bench-flood-gateway.log"
 GATEWAY_LOG_TAIL_LINES = 20
 PROMPT = [{"role": "user", "content": "Say hello to the flood."}]
-
-
-@dataclass(frozen=True, slots=True)
-class FloodOptions:
-    streams: int
-    server: str
-    pool_size: int | None  # SWITCHYARD_UPSTREAM_POOL_SIZE; None = the gateway's default
-    worker_concurrency: int | None  # SWITCHYARD_WORKER_CONCURRENCY; None = the default
-
-
-@dataclass
-class FloodResult:
-    options: FloodOptions
-    facts: dict[str, str]
-    rss_idle_mb: float = 0.0
-    rss_plateau_mb: float = 0.0
-    rss_after_mb: float = 0.0
-    connected: int = 0  # client connects that completed
-    connect_pending: int = 0  # client connects still not completed at the plateau
-    connect_failed: Counter[str] = field(default_factory=Counter)
-    answered: Counter[str] = field(default_factory=Counter)  # what the gateway sent early
-    held: int = 0  # the fake's in_flight at the plateau: streams waiting upstream
-    plateau_s: float = 0.0  # from the first connect until `held` was reached
-    stalled: str = ""  # why the flood stopped short of N, if it did
-    worker_clients: int = 0  # client connections the worker holds at the plateau
-    worker_upstreams: int = 0  # its connections to the fake at the plateau
-    release_s: float | None = None  # None: in_flight was not 0 within PHASE_TIMEOUT_S
-    ramp_cpu_s: float = 0.0  # the worker's CPU seconds from the first connect to the plateau
-    release_cpu_s: float = 0.0  # and from the hang-up until in_flight was 0
-    release_busy_pct: float = 0.0  # the whole machine's CPU then, % of one core
-    upstream_calls: int = 0  # requests the fake received from the flood (should be N)
-    in_flight_after_bar: int = 0  # the fake's in_flight RELEASE_BAR_S after the hang-up
-    clients_after: int = 0  # the worker's client connections once in_flight was 0
-    upstreams_after: int = 0  # and its connections to the fake then
-    cancelled: int = 0  # the fake's handlers cut short by the hang-up
-    health_after: str = ""
-    call_after: str = ""
-    crashed: str = ""
-    log_tail: str = ""
-
-    @property
-    def kib_per_stream(self) -> float:
-        """RSS growth per stream the worker holds (those waiting for a pool slot too)."""
-        grown_kib = (self.rss_plateau_mb - self.rss_idle_mb) * 1024
-        return grown_kib / self.worker_clients if self.worker_clients else 0.0
-
-
-class Clients:
-    """N HTTP/1.1 clients on raw non-blocking sockets and one epoll selector: a connect
-    and a send per stream, then nothing but noticing what the gateway sends, so the
-    benchmark process costs next to nothing and a hang-up is one `close()` per socket."""
-
-    def __init__(self, port: int, request: bytes) -> None:
-        self._port = port
-        self._request = request
-        self._selector = selectors.DefaultSelector()
-        self._sockets: list[socket.socket] = []
-        self._connecting: set[int] = set()
-        self._answered: set[int] = set()
-        self.connected = 0
-        self.failed: Counter[str] = Counter()
-        self.answered: Counter[str] = Counter()
-
-    @property
-    def pending(self) -> int:
-        return len(self._connecting)
-
-    def open(self, count: int) -> None:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setblocking(False)
-            code = sock.connect_ex(("127.0.0.1", self._port))
-            if code not in (0, errno.EINPROGRESS):
-                self.failed[errno.errorcode.get(code, str(code))] += 1
-                sock.close()
-                continue
-            self._sockets.append(sock)
-            self._connecting.add(sock.fileno())
-            self._selector.register(sock, selectors.EVENT_WRITE)
-
-    def pump(self, timeout_s: float) -> None:
-        """Finish connects and note early answers for up to `timeout_s`."""
-        for key, _mask in self._selector.select(timeout_s):
-            sock: socket.socket = key.fileobj  # type: ignore[assignment]
-            fd = key.fd
-            if fd in self._connecting:
-                self._connecting.discard(fd)
-                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if code:
-                    self.failed[errno.errorcode.get(code, str(code))] += 1
-                    self._selector.unregister(sock)
-                    continue
-                sock.send(self._request)  # a few hundred bytes into an empty buffer
-                self.connected += 1
-                self._selector.modify(sock, selectors.EVENT_READ)
-                continue
-            self._note_answer(sock, fd)
-
-    def _note_answer(self, sock: socket.socket, fd: int) -> None:
-        """The gateway sent something before the first token (an error, most likely) or
-        closed the connection; counted once per client by its status line."""
-        try:
-            data = sock.recv(4096)
-        except OSError as exc:
-            data, label = b"", type(exc).__name__
-        else:
-            label = data.split(b"\r\n", 1)[0].decode("latin-1")[:40] if data else "closed"
-        self._selector.unregister(sock)
-        if fd not in self._answered:
-            self._answered.add(fd)
-            self.answered[label or "closed"] += 1
-
-    def close_all(self) -> None:
-        """Hang up every client at once (the kernel sends FIN, or RST over unread data)."""
-        for sock in self._sockets:
-            sock.close()
-        self._selector.close()
-        self._sockets.clear()
-        self._connecting.clear()
 
 
 def run_flood(options: FloodOptions) -> FloodResult:
@@ -235,7 +110,9 @@ def run_flood(options: FloodOptions) -> FloodResult:
         api_key = prepare_database(env, fake.base_url, workdir).plain
         gateway, worker = _start_gateway(stack, env, options.server)
         progress(f"gateway ({options.server}, 1 worker, pid {worker}) on {gateway.base_url}")
-        request = _stream_request(gateway.port, api_key)
+        request = stream_request(
+            gateway.port, api_key, {"model": GATEWAY_MODEL, "messages": PROMPT, "stream": True}
+        )
         try:
             _warm_up(gateway, fake, api_key, request)
             result.rss_idle_mb = rss_mb(worker)
@@ -315,7 +192,7 @@ def _flood(
         result.held, result.stalled = _wait_for_plateau(clients, fake, n, started)
         result.plateau_s = time.monotonic() - started
         result.ramp_cpu_s = cpu_seconds(worker) - cpu_before
-        _pump_for(clients, SETTLE_S)
+        pump_for(clients, SETTLE_S)
         result.rss_plateau_mb = rss_mb(worker)
         result.connected, result.connect_pending = clients.connected, clients.pending
         result.connect_failed, result.answered = clients.failed, clients.answered
@@ -374,7 +251,7 @@ def _measure_release(result: FloodResult, fake: FakeUpstreamProcess, hung_up: fl
             break
         time.sleep(POLL_S)
     progress(
-        f"  hung up: in_flight 0 after {_seconds(result.release_s)};"
+        f"  hung up: in_flight 0 after {seconds_text(result.release_s)};"
         f" at {RELEASE_BAR_S:g} s {result.in_flight_after_bar} streams still upstream"
     )
 
@@ -423,72 +300,6 @@ def _check(gateway: GatewayProcess, api_key: str) -> tuple[str, str]:
         except httpx.HTTPError as exc:
             answers.append(type(exc).__name__)
     return answers[0], answers[1]
-
-
-def _pump_for(clients: Clients, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        clients.pump(left)
-
-
-def _stream_request(port: int, api_key: str) -> bytes:
-    body = orjson.dumps({"model": GATEWAY_MODEL, "messages": PROMPT, "stream": True})
-    head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        f"Authorization: Bearer {api_key}\r\nContent-Type: application/json\r\n"
-        f"Accept: text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-def render(result: FloodResult) -> str:
-    o = result.options
-    facts = {
-        **result.facts,
-        "server": f"{o.server}, 1 worker",
-        "upstream pool": "gateway default" if o.pool_size is None else str(o.pool_size),
-        "worker concurrency": (
-            "gateway default" if o.worker_concurrency is None else str(o.worker_concurrency)
-        ),
-    }
-    lines = [f"- {name}: {value}" for name, value in facts.items()]
-    lines += [
-        "",
-        "| streams | worker holds | waiting upstream | ramp s | RSS idle MB | RSS held MB"
-        " | KiB/stream | released in | open after 1 s | cancelled | RSS after MB"
-        " | /healthz, call after |",
-        "| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --- |",
-        f"| {o.streams} | {result.worker_clients} | {result.held} | {result.plateau_s:.1f}"
-        f" | {result.rss_idle_mb:.1f}"
-        f" | {result.rss_plateau_mb:.1f} | {result.kib_per_stream:.1f}"
-        f" | {_seconds(result.release_s)} | {result.in_flight_after_bar}"
-        f" | {result.cancelled} | {result.rss_after_mb:.1f}"
-        f" | {result.health_after}, {result.call_after} |",
-        "",
-        f"- client connects: {result.connected} done, {result.connect_pending} still pending,"
-        f" failed {dict(result.connect_failed) or 'none'}",
-        f"- the worker held {result.worker_clients} client and {result.worker_upstreams}"
-        " upstream connections at the plateau; "
-        f"{result.clients_after} and {result.upstreams_after} once the fake's in_flight was 0"
-        " (idle keep-alive ones from the warm-up included)",
-        f"- the worker's CPU: {result.ramp_cpu_s:.2f} s until the plateau,"
-        f" {result.release_cpu_s:.2f} s for the release (the machine was"
-        f" {result.release_busy_pct:.0f} % of a core busy then)",
-        f"- upstream calls made by the flood: {result.upstream_calls}",
-    ]
-    if result.answered:
-        lines.append(f"- answered before a first token: {dict(result.answered)}")
-    if result.stalled:
-        lines.append(f"- the flood stopped short: {result.stalled}")
-    if result.crashed:
-        lines.append(f"- CRASH: {result.crashed}")
-    if result.log_tail:
-        lines += ["", "gateway log (tail):", "```", result.log_tail, "```"]
-    return "\n".join(lines)
-
-
-def _seconds(value: float | None) -> str:
-    return f"> {PHASE_TIMEOUT_S:g} s" if value is None else f"{value:.3f} s"
 
 
 def _raise_open_file_limit(streams: int) -> None:
