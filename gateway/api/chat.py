@@ -14,7 +14,8 @@ from gateway.api.wire import StreamFrames, json_response, sse_response
 from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.parse import require_bool, validate_chat
 from gateway.request_path.record import switchyard_block
-from gateway.upstream.execute import CLIENT_DISCONNECTED, Opened, relay
+from gateway.upstream.attempt import Opened
+from gateway.upstream.relay import CLIENT_DISCONNECTED, relay
 from gateway.upstream.streaming import DONE_FRAME, frame_json
 
 

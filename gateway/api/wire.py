@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 from django.http import HttpResponse, StreamingHttpResponse
 
-from gateway.upstream.execute import Opened, abandon
+from gateway.upstream.attempt import Opened
+from gateway.upstream.relay import abandon
 
 
 def json_response(payload: dict[str, Any]) -> HttpResponse:

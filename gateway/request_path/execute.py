@@ -37,8 +37,9 @@ from gateway.state.request_state import (
     upstream_client,
 )
 from gateway.state.snapshot import CredentialEntry
-from gateway.upstream.execute import Outcome, Target, execute
+from gateway.upstream.execute import Outcome, execute
 from gateway.upstream.providers.anthropic_native import NativeRequest
+from gateway.upstream.target import Target
 from routing.engine.attempts import final_error
 from routing.engine.types import Decision, EndpointInfo
 from workspaces.secrets import DecryptionError, owner_aad, unseal

@@ -16,7 +16,8 @@ from gateway.request_path.caller import Caller
 from gateway.request_path.decide import Plan
 from gateway.request_path.record import RequestRecord
 from gateway.request_path.resolve import Resolved
-from gateway.upstream.execute import Outcome, Target
+from gateway.upstream.execute import Outcome
+from gateway.upstream.target import Target
 
 
 @dataclass(frozen=True, slots=True)

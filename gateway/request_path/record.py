@@ -22,7 +22,7 @@ from gateway.request_path.resolve.affinity import Session, note_cache_read
 from gateway.request_path.resolve.routes import RouteChoice
 from gateway.request_path.resolve.tiers import TierOutcome
 from gateway.state.request_state import CLIENT_FAULTS, Effects
-from gateway.upstream.execute import Target
+from gateway.upstream.target import Target
 from routing.engine.attempts import Attempt
 from routing.engine.decide import reason_for
 from routing.engine.live import Observation, credential_series, failure_kind

@@ -16,14 +16,9 @@ from typing import Any
 import httpx
 import orjson
 
-from gateway.upstream.execute import (
-    MAX_ERROR_BODY_BYTES,
-    Target,
-    failure_of,
-    read_body,
-    send_head,
-)
+from gateway.upstream.exchange import MAX_ERROR_BODY_BYTES, failure_of, read_body, send_head
 from gateway.upstream.providers import anthropic
+from gateway.upstream.target import Target
 from routing.engine.attempts import AttemptFailed
 
 # The fields of a Messages body that Anthropic's count endpoint takes besides `model`

@@ -30,7 +30,7 @@ from gateway.errors import invalid, render_anthropic_error
 from gateway.request_path.operation import Finish, Operation, Parsed, Served
 from gateway.request_path.parse import validate_chat
 from gateway.request_path.record import switchyard_block
-from gateway.upstream.execute import Opened
+from gateway.upstream.attempt import Opened
 
 # The `switchyard` block's facts that fit a header (ASCII, short), in Anthropic answers.
 FACT_HEADERS = {

@@ -26,8 +26,9 @@ from gateway.api.anthropic.response import (
     stop_reason_for,
     tool_use_id,
 )
-from gateway.upstream.execute import Opened, relay
+from gateway.upstream.attempt import Opened
 from gateway.upstream.providers.anthropic_native import NativeStream
+from gateway.upstream.relay import relay
 from gateway.upstream.streaming import SSEEvent, SSEParser, frame_json
 
 # The type of the `error` event for a chat stream that broke after it began: the chat

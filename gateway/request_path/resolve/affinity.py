@@ -29,7 +29,7 @@ from typing import Any
 from gateway import metrics
 from gateway.request_path.caller import Caller
 from gateway.state.request_state import Effects, Pin, RoutingState
-from gateway.upstream.execute import Target
+from gateway.upstream.target import Target
 from routing.engine.adaptive import WARM_CACHE_TTL_S
 from routing.engine.affinity.keeping import affinity_skipped, keep_session
 from routing.engine.affinity.prompt_cache import (

@@ -35,9 +35,9 @@ _FINISH_REASONS = {
     "refusal": "content_filter",
 }
 # A `response_format` request goes to Anthropic as a forced tool named with this prefix
-# (anthropic.py); the tool's input is the reply's content, not a tool call. The name is the
-# only mark: a response and its stream are translated without their request, so client
-# tools may not use the prefix (build_request refuses them).
+# (anthropic_tools.py); the tool's input is the reply's content, not a tool call. The name
+# is the only mark: a response and its stream are translated without their request, so
+# client tools may not use the prefix (build_request refuses them).
 ANSWER_TOOL_PREFIX = "structured_output__"
 # From Anthropic's error docs; they use invalid_request_error for unlisted 4xx statuses.
 _ERROR_TYPES_BY_STATUS = {

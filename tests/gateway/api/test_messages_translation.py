@@ -38,9 +38,10 @@ from gateway.api.anthropic.response import to_message
 from gateway.api.anthropic.stream import relay_messages
 from gateway.errors import anthropic_error_body
 from gateway.request_path.parse import validate_chat
-from gateway.upstream.execute import Opened, Target
+from gateway.upstream.attempt import Opened
 from gateway.upstream.providers import openai
 from gateway.upstream.streaming import DONE_FRAME, SSEParser, frame_json
+from gateway.upstream.target import Target
 from routing.engine.affinity.sessions import detect_session
 from routing.engine.tiers.choose import classify, tier_config
 from routing.engine.tiers.pins import HARD

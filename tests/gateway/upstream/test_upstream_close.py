@@ -1,5 +1,5 @@
 """A closed upstream response is freed as soon as the gateway lets go of it
-(gateway/upstream/execute.py `close_response`): httpx ties a response and its stream to
+(gateway/upstream/close.py `close_response`): httpx ties a response and its stream to
 each other, and left so every request's response waited for the garbage collector, whose
 young collections then took 70–100 ms in a busy worker."""
 
@@ -11,7 +11,7 @@ import weakref
 
 import httpx
 
-from gateway.upstream.execute import close_response
+from gateway.upstream.close import close_response
 
 
 def test_a_closed_response_is_freed_without_the_garbage_collector() -> None:
