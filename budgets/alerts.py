@@ -28,7 +28,7 @@ _fired: set[tuple[str, float]] = set()  # this process's own, to skip the databa
 class Alerts:
     """Fires the thresholds a settlement crossed; the admitters (admitter.py,
     redis/admitter.py) call it for each settlement — a request's, or a worker's
-    allowance's (allowance.py)."""
+    allowance's (redis/allowances.py)."""
 
     run_sync: Callable[[Callable[..., Any]], Any]  # a query as an awaitable (the database thread)
     # Counts one fired alert by budget label and threshold (the gateway's metric).

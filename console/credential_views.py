@@ -3,7 +3,7 @@ add, replace, restrict to models and to API keys, the managed-fallback switch, d
 
 A credential's secret is write-only: the page never has it (only "stored, updated …"),
 the form's field is a password field left empty on every render, and an empty field on
-a replace keeps the stored key. Writes go through workspaces/services.py (sealed with
+a replace keeps the stored key. Writes go through workspaces/credential_services.py (sealed with
 AES-256-GCM bound to workspace and provider, atomic, audited with `[secret]` for the
 secret), after the one predicate says `edit` (console/form_writes.py).
 
@@ -30,9 +30,7 @@ from console.form_writes import FormProblems, write_form
 from console.workspace_config import comma_list
 from gateway.state import request_state
 from routing.models import Provider
-from workspaces.models import ApiKey, ProviderCredential
-from workspaces.permissions import Action
-from workspaces.services import (
+from workspaces.credential_services import (
     CredentialInvalid,
     CredentialRules,
     DuplicateCredential,
@@ -40,6 +38,8 @@ from workspaces.services import (
     delete_credential,
     replace_credential,
 )
+from workspaces.models import ApiKey, ProviderCredential
+from workspaces.permissions import Action
 
 
 def _page(request: HttpRequest, seen: Access, problems: Sequence[str] = ()) -> HttpResponse:

@@ -1,12 +1,13 @@
 """Wire shapes of the management API's workspace resources (`/api/v1/workspaces/{ws}/…`).
 
 Serializers validate and render; they never save (writes go through
-`workspaces.services`). One serializer per resource serves both directions: its
-read-only fields are the response, its writable fields the request body (drf-spectacular
-splits them into `ApiKey` and `ApiKeyRequest` in the schema). Secrets appear once, in the
-response of the POST that made them (`IssuedApiKeySerializer`), never afterwards; no
-serializer has a field for an HMAC. A BYOK credential's key is write-only: it is never
-shown, not even once (`CredentialSerializer`).
+`workspaces.services` and `workspaces.credential_services`). One serializer per resource
+serves both directions: its read-only fields are the response, its writable fields the
+request body (drf-spectacular splits them into `ApiKey` and `ApiKeyRequest` in the
+schema). Secrets appear once, in the response of the POST that made them
+(`IssuedApiKeySerializer`), never afterwards; no serializer has a field for an HMAC. A
+BYOK credential's key is write-only: it is never shown, not even once
+(`CredentialSerializer`).
 """
 
 from __future__ import annotations
@@ -76,10 +77,10 @@ class ManagementSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
     def create(self, validated_data: Any) -> Any:
-        raise NotImplementedError("write through workspaces.services")
+        raise NotImplementedError("write through the workspaces services")
 
     def update(self, instance: Any, validated_data: Any) -> Any:
-        raise NotImplementedError("write through workspaces.services")
+        raise NotImplementedError("write through the workspaces services")
 
 
 class ApiKeySerializer(ManagementSerializer, serializers.ModelSerializer):

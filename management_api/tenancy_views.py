@@ -12,7 +12,8 @@ R-MGT-1, R-KEY-1, R-BYOK-1, R-BEY-7).
     PUT    /api/v1/workspaces/{ws}/credentials/{provider}  replace; no `api_key`: kept (edit)
     DELETE /api/v1/workspaces/{ws}/credentials/{provider}  delete (edit) → 204
 
-Thin: validate with the serializer, write through `workspaces.services`, render.
+Thin: validate with the serializer, write through `workspaces.services` (keys) and
+`workspaces.credential_services` (credentials), render.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from management_api.tenancy_serializers import (
     CredentialSerializer,
     IssuedApiKeySerializer,
 )
-from workspaces import services
+from workspaces import credential_services, services
 from workspaces.models import ApiKey, ProviderCredential
 
 # A service's refusal of a user's request is a 400; the service wrote nothing.
@@ -112,7 +113,7 @@ class ApiKeyViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, WorkspaceS
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-def _credential_problem(exc: services.CredentialInvalid) -> ApiProblem:
+def _credential_problem(exc: credential_services.CredentialInvalid) -> ApiProblem:
     return invalid(str(exc), param=exc.problems[0][0] if exc.problems else None)
 
 
@@ -162,18 +163,18 @@ class CredentialViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Worksp
         body.is_valid(raise_exception=True)
         data = body.validated_data
         try:
-            credential = services.create_credential(
+            credential = credential_services.create_credential(
                 self.workspace,
                 data["provider_slug"],
                 secret=data["api_key"],
                 rules=_rules(data),
                 actor=self.actor,
             )
-        except services.DuplicateCredential as exc:
+        except credential_services.DuplicateCredential as exc:
             raise invalid(
                 f"provider: {exc}", param="provider", code="duplicate_credential"
             ) from None
-        except services.CredentialInvalid as exc:
+        except credential_services.CredentialInvalid as exc:
             raise _credential_problem(exc) from None
         return Response(self._shown(credential), status=status.HTTP_201_CREATED)
 
@@ -190,15 +191,15 @@ class CredentialViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Worksp
                 code="provider_mismatch",
             )
         try:
-            credential = services.replace_credential(
+            credential = credential_services.replace_credential(
                 credential, secret=data.get("api_key"), rules=_rules(data), actor=self.actor
             )
-        except services.CredentialInvalid as exc:
+        except credential_services.CredentialInvalid as exc:
             raise _credential_problem(exc) from None
         return Response(self._shown(credential))
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        services.delete_credential(self.get_object(), actor=self.actor)
+        credential_services.delete_credential(self.get_object(), actor=self.actor)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _shown(self, credential: ProviderCredential) -> dict[str, Any]:
@@ -208,8 +209,8 @@ class CredentialViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, Worksp
         return dict(CredentialSerializer(fresh, context=context).data)
 
 
-def _rules(data: dict[str, Any]) -> services.CredentialRules:
-    return services.CredentialRules(
+def _rules(data: dict[str, Any]) -> credential_services.CredentialRules:
+    return credential_services.CredentialRules(
         allowed_models=tuple(data.get("allowed_models", ())),
         api_keys=tuple(data.get("api_keys", ())),
         managed_fallback=data.get("managed_fallback", False),

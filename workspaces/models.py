@@ -1,6 +1,7 @@
 """Tenancy: workspaces, their members, API keys, BYOK credentials and the policy.
 
-Models hold data only; writes that touch several rows live in `workspaces/services.py`.
+Models hold data only; writes that touch several rows live in `workspaces/services.py`
+and `workspaces/credential_services.py`.
 """
 
 from __future__ import annotations

@@ -1,3 +1,3 @@
-"""Budgets and rate limits on Redis, the same on every replica: the Lua scripts, the
-worker's own connection its admissions share (or a cluster's), allowances, and the
-admitter that takes both in one round trip."""
+"""Budgets and rate limits on Redis, the same on every replica: the Lua scripts and the
+admitter's calls of them, the worker's own connection its admissions share (or a
+cluster's), allowances, and the admitter that takes both in one round trip."""

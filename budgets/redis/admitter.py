@@ -1,6 +1,6 @@
 """The admitter on Redis (admitter.py has the protocol): both scripts of an admission in
-one round trip, settlements given back in batches, and far from every cap a worker's
-allowance (allowance.py).
+one round trip (their calls and replies: redis/calls.py), settlements given back in
+batches, and far from every cap a worker's allowance (redis/allowances.py).
 
 A lone request's admission goes at once; a busy worker's go together: those asked for in
 one turn of the loop in one pipeline, one pipeline out at a time, those asked for
@@ -16,10 +16,6 @@ first on the one connection, it is still counted before that admission.
 A request whose client leaves once its admission's calls are out gets nothing, and gives
 back what they took when their replies come (`_given_up`), written after them on the line.
 
-Far from every cap and limit, requests are admitted from the worker's allowance instead
-(allowance.py): the same two scripts take 64 requests' worth at once, and those requests
-touch Redis no more; the allowance settles when it closes.
-
 The pipelines go on the worker's one connection for them (redis/line.py). A Redis round
 trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
 wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
@@ -31,40 +27,29 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from redis.commands.core import AsyncScript
-from redis.exceptions import ResponseError
-
 from budgets.admitter import GiveBack, Meanwhile, Taken
 from budgets.alerts import Alerts
+from budgets.redis.allowances import Allowances
+from budgets.redis.calls import Admission, Call, Calls, commands, no_script
 from budgets.redis.cluster_line import ClusterLine
-from budgets.redis.limits import RedisLimiter, acquired
+from budgets.redis.limits import RedisLimiter
 from budgets.redis.line import GivenUp, RedisLine
 from budgets.redis.store import MAX_REBUILDS, REDIS_ERRORS, RedisBudgetStore
-from budgets.rules.allowance import (
-    ACCEPT_S,
-    ALLOWANCE_REQUESTS,
-    Allowance,
-    Room,
-    Shape,
-    new_id,
-    opening,
-    room_after,
-    shape_of,
-)
+from budgets.rules.allowance import ALLOWANCE_REQUESTS, Room, Shape, room_after, shape_of
 from budgets.rules.holds import BudgetStoreUnavailable, Hold, Settled, Verdict
 from budgets.rules.limits import LimitSpec
 
 log = logging.getLogger(__name__)
-Call = tuple[AsyncScript, tuple[list[str], list[Any]]]  # a script, its keys and arguments
 SETTLE_BATCH_S = 0.025  # settlements wait at most this long for company (an admission)
 SETTLE_BATCH_MAX = 128
 MAX_SHAPES = 10_000  # the rooms remembered for allowances (allowance.py): keys × periods
+
+Waiting = tuple[GiveBack, asyncio.Future[Settled | None]]  # a give-back and its request
 
 
 @dataclass
@@ -74,17 +59,22 @@ class RedisAdmitter:
     line: RedisLine | ClusterLine  # the scripts' calls; the rest (loading them) on redis-py
     alerts: Alerts | None = None  # fired for each settlement
     allowance_requests: int = ALLOWANCE_REQUESTS  # 0: Redis admits every request itself
-    _queue: list[tuple[GiveBack, asyncio.Future[Settled | None]]] = field(default_factory=list)
+    _queue: list[Waiting] = field(default_factory=list)
     _flush_timer: asyncio.TimerHandle | None = None
     _under_way: int = 0  # admitted requests not yet given back
     _takes: list[tuple[list[Call], asyncio.Future[list[Any]], GivenUp]] = field(
         default_factory=list
     )
     _takes_out: bool = False  # a pipeline of admissions is out (or its task about to send)
-    _sending: set[asyncio.Task[None]] = field(default_factory=set)
-    _allowances: dict[Shape, Allowance] = field(default_factory=dict)  # open ones admitting
-    _rooms: dict[Shape, Room] = field(default_factory=dict)  # what the last admission left
-    _opening: dict[Shape, asyncio.Task[None]] = field(default_factory=dict)
+    _sending: set[asyncio.Task[Any]] = field(default_factory=set)
+    # What the last admission of each shape left: whether an allowance may be opened.
+    _rooms: dict[Shape, Room] = field(default_factory=dict)
+    calls: Calls = field(init=False)
+    _allowances: Allowances = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.calls = Calls(self.limiter, self.budgets)
+        self._allowances = Allowances(self, self.calls, self._rooms)
 
     async def take(
         self,
@@ -99,236 +89,93 @@ class RedisAdmitter:
         replies are awaited: the request's own work, done while Redis answers. A busy
         worker does not run it: there its calls wait for this turn of the loop to end,
         and work done first would only hold up the turn's pipeline."""
-        shape = shape_of(limits, hold) if self.allowance_requests else None
+        requests = self.allowance_requests
+        shape = shape_of(limits, hold) if requests else None
         if shape is not None:
-            drawn = await self._draw(shape, limits, hold, now)
+            drawn = await self._allowances.draw(shape, limits, hold, now, requests)
             if drawn is not None:
                 return drawn
-        (acquire, _), (reserve, _) = self.limiter.scripts, self.budgets.scripts
-        calls: list[Call] = []
-        planned: list[Any] = []
-        if limits:
-            call, planned = self.limiter.acquire_call(limits, tokens=tokens, lease=lease)
-            calls.append((acquire, call))
-        if hold is not None:
-            calls.append((reserve, self.budgets.reserve_call(hold)))
-        given_up = partial(self._given_up, limits, tokens, lease, hold, planned)
-        replies = await self._round_trip(calls, meanwhile, given_up)
-        levels = _levels(replies[0], planned) if limits else []
-        limit = acquired(replies.pop(0), planned) if limits else None
+        admission = self.calls.admission(limits, tokens, lease, hold)
+        given_up = partial(self._given_up, admission)
+        replies = await self.round_trip(admission.calls, meanwhile, given_up)
+        acquired = admission.acquired(replies)
+        limit = acquired.verdict if acquired is not None else None
         budget = None
         if hold is not None:
-            budget = await self._reserved(hold, replies[0])
-        undo: list[Call] = []
+            budget = await self.reserved(hold, admission.reserve_reply(replies))
+        undo = None
         if limit is not None and not limit.admitted and budget is not None and budget.admitted:
-            undo, budget = self._undo_calls(lease, tokens, (), hold), None
+            undo, budget = self.calls.undo(admission, reservation=True), None
         elif budget is not None and not budget.admitted and limit is not None and limit.admitted:
-            undo = self._undo_calls(lease, tokens, limits, None)
+            undo = self.calls.undo(admission, limits=True)
         if undo:
-            await self._pipelined(undo)
+            await self.pipelined(undo)
         taken = Taken(limit, budget)
         if taken.admitted:
             self._under_way += 1
             if shape is not None:
                 if len(self._rooms) >= MAX_SHAPES:  # (a shape names its period: they pile up)
                     self._rooms.clear()
-                self._rooms[shape] = room_after(levels, planned, budget)
+                levels = acquired.levels if acquired is not None else ()
+                self._rooms[shape] = room_after(levels, admission.planned, budget)
         return taken
 
-    async def _draw(
-        self, shape: Shape, limits: Sequence[LimitSpec], hold: Hold | None, now: float
-    ) -> Taken | None:
-        """The request admitted from the worker's allowance of its shape — opened now (one
-        opening a shape at a time, the requests meanwhile waiting for it) when the last
-        admission left room for it; None: Redis is to admit it alone."""
-        drawn = self._draw_now(shape, hold, now)
-        if drawn is not None:
-            return drawn
-        room = self._rooms.get(shape)
-        amount = hold.amount_micros if hold is not None else 0
-        if room is None or not room.fits(self.allowance_requests, amount):
+    async def give_back(self, back: GiveBack) -> Settled | None:
+        if back.drawn is not None:  # settled here; the allowance settles in Redis
+            if back.drawn.returned(back.hold, back.cost_micros):
+                return await self._allowances.close(back.drawn)
             return None
-        task = self._opening.get(shape)
-        if task is None:  # a task: a request whose client leaves does not cancel it
-            task = asyncio.get_running_loop().create_task(self._open(shape, limits, hold, now))
-            self._opening[shape] = task
-            task.add_done_callback(partial(self._opened, shape))
-        await asyncio.shield(task)
-        return self._draw_now(shape, hold, now)
-
-    def _opened(self, shape: Shape, task: asyncio.Task[None]) -> None:
-        self._opening.pop(shape, None)
-        if not task.cancelled():
-            task.exception()  # (retrieved: its waiters, if any are left, raise it)
-
-    def _draw_now(self, shape: Shape, hold: Hold | None, now: float) -> Taken | None:
-        allowance = self._allowances.get(shape)
-        if allowance is None:
-            return None
-        verdicts = allowance.draw(hold, now)
-        if verdicts is None:
-            self._retire(shape, allowance)
-            return None
-        return Taken(*verdicts, drawn=allowance)
-
-    async def _open(
-        self, shape: Shape, limits: Sequence[LimitSpec], hold: Hold | None, now: float
-    ) -> None:
-        """Take an allowance like one admission, with the same scripts: `allowance_requests`
-        requests on each limit, their worst case reserved on each counter. Refused (the
-        room was not there after all), it takes nothing, and requests go to Redis alone
-        until an admission leaves room again."""
-        count = self.allowance_requests
-        lease = new_id()
-        reservation = opening(lease, hold, count)
-        calls: list[Call] = []
-        planned: list[Any] = []
-        if limits:
-            call, planned = self.limiter.acquire_call(limits, tokens=0, lease=lease, requests=count)
-            calls.append((self.limiter.scripts[0], call))
-        if reservation is not None:
-            calls.append((self.budgets.scripts[0], self.budgets.reserve_call(reservation)))
-        replies = await self._round_trip(calls)
-        limit = acquired(replies[0], planned) if limits else None
-        budget = await self._reserved(reservation, replies[-1]) if reservation else None
-        if (limit is None or limit.admitted) and (budget is None or budget.admitted):
-            levels = tuple(_levels(replies[0], planned)) if limits else ()
-            left = budget.remaining_micros if budget is not None else 0
-            allowance = Allowance(lease, tuple(limits), reservation, count, now, levels, left)
-            self._allowances[shape] = allowance
-            # (what is left after it decides whether the next one may be taken)
-            self._rooms[shape] = room_after(levels, planned, budget)
-            asyncio.get_running_loop().call_later(ACCEPT_S, self._retire, shape, allowance)
-            return
-        self._rooms[shape] = Room(0, 0)
-        undo: list[Call] = []
-        if limit is not None and limit.admitted:
-            keys, args = self.limiter.return_call(limits, lease=lease, unused=count)
-            undo.append((self.limiter.scripts[1], (keys, args)))
-        if budget is not None and budget.admitted and reservation is not None:
-            undo.append((self.budgets.scripts[1], self.budgets.cancel_call(reservation)))
-        if undo:
-            await self._pipelined(undo)
-
-    def _retire(self, shape: Shape, allowance: Allowance) -> None:
-        """It admits no more (its time is up, or it cannot admit a request); closed now
-        if none of its requests is under way, else when the last one ends."""
-        if self._allowances.get(shape) is allowance:
-            del self._allowances[shape]
-        if allowance.close():
-            task = asyncio.get_running_loop().create_task(self._close(allowance))
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
-
-    async def _close(self, allowance: Allowance) -> Settled | None:
-        """Settle an allowance: its reservation becomes what its requests cost (one ledger
-        row a counter, counting them), and the requests it did not admit go back."""
-        calls: list[Call] = []
-        if allowance.unused and allowance.limits:
-            keys, args = self.limiter.return_call(
-                allowance.limits, lease=allowance.id, unused=allowance.unused
-            )
-            calls.append((self.limiter.scripts[1], (keys, args)))
-        hold = allowance.hold
-        if hold is not None and not allowance.drawn:
-            calls.append((self.budgets.scripts[1], self.budgets.cancel_call(hold)))
-        elif hold is not None:
-            call = self.budgets.settle_call(hold, allowance.spent_micros, allowance.drawn)
-            calls.append((self.budgets.scripts[1], call))
-        if not calls:
-            return None
-        try:
-            replies = await self._pipelined(calls)
-        except BudgetStoreUnavailable as error:
-            log.error(
-                "closing allowance %s failed (%s); its cost goes to the ledger alone",
-                allowance.id,
-                error,
-            )
-            if hold is not None and allowance.drawn:
-                self.budgets.settled_unreachable(
-                    hold, allowance.spent_micros, time.time(), allowance.drawn
-                )
-            return None
-        if hold is None or not allowance.drawn:
-            return None
-        settled = self.budgets.settled(
-            hold, allowance.spent_micros, time.time(), replies[-1], allowance.drawn
-        )
-        if settled is not None and self.alerts is not None:
-            await self.alerts.settled(hold, settled)
+        settled = await self._given_back(back)
+        if settled is not None and back.hold is not None and self.alerts is not None:
+            await self.alerts.settled(back.hold, settled)
         return settled
 
     async def aclose(self) -> None:
         """Shutdown: every allowance closes (those with requests under way, once the
         requests' own settlements have run: the caller drains those first)."""
-        for shape, allowance in list(self._allowances.items()):
-            self._retire(shape, allowance)
+        self._allowances.retire_all()
         while self._sending:
             await asyncio.gather(*self._sending, return_exceptions=True)
 
-    def _given_up(
-        self,
-        limits: Sequence[LimitSpec],
-        tokens: int,
-        lease: str,
-        hold: Hold | None,
-        planned: list[Any],
-        replies: list[Any],
-    ) -> None:
+    def spawn(self, work: Coroutine[Any, Any, object]) -> None:
+        """`work` in a task, held until done (the loop keeps only a weak reference), and
+        awaited at shutdown."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    def _given_up(self, admission: Admission, replies: list[Any]) -> None:
         """A request that gave up (its client left) after its admission's calls were
         written gives back what they took, once their replies say what that was — sent
         after them on the line, so Redis runs it after them. Otherwise the reservation
         would stay open until the sweeper charged it in full."""
-        taken = limits and _ran(replies[0]) and acquired(replies[0], planned).admitted
-        reserved = hold is not None and _ran(replies[-1]) and self.budgets.reserves(replies[-1])
-        calls = self._undo_calls(lease, tokens, limits if taken else (), hold if reserved else None)
+        calls = self.calls.given_up(admission, replies)
         if calls:
-            task = asyncio.get_running_loop().create_task(self._give_back_for(lease, calls))
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
-
-    def _undo_calls(
-        self, lease: str, tokens: int, limits: Sequence[LimitSpec], hold: Hold | None
-    ) -> list[Call]:
-        """The calls that give back, unused, the `limits` an admission took and the
-        reservation `hold` it opened: a request one of them refused after the other had
-        admitted it, or one whose client left."""
-        calls: list[Call] = []
-        if limits:
-            keys, args = self.limiter.release_call(
-                limits, lease=lease, tokens_reserved=tokens, tokens_used=0
-            )
-            if len(keys) > 1:  # (a requests-per-minute limit alone has nothing to give back)
-                calls.append((self.limiter.scripts[1], (keys, args)))
-        if hold is not None:
-            calls.append((self.budgets.scripts[1], self.budgets.cancel_call(hold)))
-        return calls
+            self.spawn(self._give_back_for(admission.lease, calls))
 
     async def _give_back_for(self, lease: str, calls: list[Call]) -> None:
         try:
-            await self._pipelined(calls)
+            await self.pipelined(calls)
         except BudgetStoreUnavailable as error:
             log.error(
                 "giving back request %s's admission failed (%s); the sweeper will", lease, error
             )
 
-    async def _reserved(self, hold: Hold, reply: Any) -> Verdict:
+    async def reserved(self, hold: Hold, reply: Any) -> Verdict:
         """The reservation's verdict. Counters Redis did not hold (a new period, a flush)
         are rebuilt from the ledger and the reservation asked for again — on the line,
         with the others asked for meanwhile: a burst at a period's start retries ~100
         reservations a worker at once, and through redis-py's pool each wanted a
         connection of its own (a loaded machine timed some out connecting, and refused
         402s as 503s)."""
-        reserve, _settle = self.budgets.scripts
         for _ in range(MAX_REBUILDS):
             verdict = await self.budgets.reserved(hold, reply)
             if verdict is not None:
                 return verdict
-            (reply,) = await self._round_trip([(reserve, self.budgets.reserve_call(hold))])
+            (reply,) = await self.round_trip([self.calls.reserve(hold)])
         raise BudgetStoreUnavailable("budget counters keep disappearing from Redis")
 
-    async def _round_trip(
+    async def round_trip(
         self, calls: list[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
     ) -> list[Any]:
         """The replies to `calls`. On an idle worker (no other request under way, nothing
@@ -348,7 +195,7 @@ class RedisAdmitter:
             return await reply
         self._takes_out = True
         try:
-            replies = await self._pipelined(calls, meanwhile, given_up)
+            replies = await self.pipelined(calls, meanwhile, given_up)
         finally:
             self._send_next()
         return replies
@@ -358,16 +205,14 @@ class RedisAdmitter:
         waiting, the line is free."""
         self._takes_out = bool(self._takes)
         if self._takes_out:
-            task = asyncio.get_running_loop().create_task(self._send_takes())
-            self._sending.add(task)  # held until done: the loop keeps only a weak reference
-            task.add_done_callback(self._sending.discard)
+            self.spawn(self._send_takes())
 
     async def _send_takes(self) -> None:
         batch, self._takes = self._takes, []
         backs = self._waiting_backs()
-        settling, releases = self._settle_calls(backs)
+        settling, releases = self.calls.settlements(backs)
         try:
-            replies = await self._pipelined(
+            replies = await self.pipelined(
                 [*settling, *(call for calls, _, _ in batch for call in calls)]
             )
         except Exception as failure:  # noqa: BLE001 — every request waiting must hear of it
@@ -388,16 +233,6 @@ class RedisAdmitter:
                 asyncio.get_running_loop().call_soon(given_up, got)  # (the rest get theirs first)
             start += len(calls)
 
-    async def give_back(self, back: GiveBack) -> Settled | None:
-        if back.drawn is not None:  # settled here; the allowance settles in Redis
-            if back.drawn.returned(back.hold, back.cost_micros):
-                return await self._close(back.drawn)
-            return None
-        settled = await self._given_back(back)
-        if settled is not None and back.hold is not None and self.alerts is not None:
-            await self.alerts.settled(back.hold, settled)
-        return settled
-
     async def _given_back(self, back: GiveBack) -> Settled | None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Settled | None] = loop.create_future()
@@ -413,9 +248,7 @@ class RedisAdmitter:
     def _flush_due(self) -> None:
         self._flush_timer = None
         if self._queue:  # (empty when admissions took them along meanwhile)
-            task = asyncio.get_running_loop().create_task(self._flush_all())
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
+            self.spawn(self._flush_all())
 
     async def _flush_all(self) -> None:
         while self._queue:
@@ -423,17 +256,15 @@ class RedisAdmitter:
 
     async def _flush(self) -> None:
         backs = self._waiting_backs()
-        calls, releases = self._settle_calls(backs)
+        calls, releases = self.calls.settlements(backs)
         try:
-            replies = await self._pipelined(calls)
+            replies = await self.pipelined(calls)
         except Exception as failure:  # noqa: BLE001 — every request waiting must hear of it
             self._settlements_failed(backs, failure)
             return
         self._settle_results(backs, releases, replies)
 
-    def _settlements_failed(
-        self, backs: Sequence[tuple[GiveBack, asyncio.Future[Settled | None]]], failure: Exception
-    ) -> None:
+    def _settlements_failed(self, backs: Sequence[Waiting], failure: Exception) -> None:
         """Settlements whose pipeline failed: their costs still reach the ledger when Redis
         could not be reached (the store's `settled_unreachable`), and each request hears."""
         for back, done in backs:
@@ -442,39 +273,15 @@ class RedisAdmitter:
             if not done.done():
                 done.set_exception(failure)
 
-    def _waiting_backs(self) -> list[tuple[GiveBack, asyncio.Future[Settled | None]]]:
+    def _waiting_backs(self) -> list[Waiting]:
         backs, self._queue = self._queue[:SETTLE_BATCH_MAX], self._queue[SETTLE_BATCH_MAX:]
         return backs
 
-    def _settle_calls(
-        self, backs: Sequence[tuple[GiveBack, asyncio.Future[Settled | None]]]
-    ) -> tuple[list[Call], list[bool]]:
-        """The script calls that give `backs` back, and for each whether it has limits to
-        release (a requests-per-minute limit alone has nothing to give back)."""
-        _acquire, release = self.limiter.scripts
-        _reserve, settle = self.budgets.scripts
-        calls: list[Call] = []
-        releases = []
-        for back, _ in backs:
-            keys, args = self.limiter.release_call(
-                back.limits,
-                lease=back.lease,
-                tokens_reserved=back.tokens_reserved,
-                tokens_used=back.tokens_used,
-            )
-            releases.append(len(keys) > 1)
-            if releases[-1]:
-                calls.append((release, (keys, args)))
-            if back.hold is not None:
-                calls.append((settle, self.budgets.settle_call(back.hold, back.cost_micros)))
-        return calls, releases
-
     def _settle_results(
-        self,
-        backs: Sequence[tuple[GiveBack, asyncio.Future[Settled | None]]],
-        releases: Sequence[bool],
-        replies: Sequence[Any],
+        self, backs: Sequence[Waiting], releases: Sequence[bool], replies: Sequence[Any]
     ) -> None:
+        """Each give-back's request hears its settlement, from its calls' replies in their
+        order: its release's, when it had one, then its settle script's."""
         answers = iter(replies)
         for (back, done), released in zip(backs, releases, strict=True):
             if released:
@@ -485,15 +292,14 @@ class RedisAdmitter:
             if not done.done():
                 done.set_result(settled)
 
-    async def _pipelined(
+    async def pipelined(
         self, calls: Sequence[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
     ) -> list[Any]:
-        """Each script call's reply, all in one round trip. By sha, not through redis-py's
-        Script objects, which would ask Redis whether the scripts exist on every pipeline
-        (a second round trip). A Redis that lost the scripts (a restart) gets them again,
-        and only the calls it refused for that run again: the others have run."""
+        """Each script call's reply, all in one round trip. A Redis that lost the scripts (a
+        restart) gets them again, and only the calls it refused for that run again: the
+        others have run."""
         replies = await self._send(calls, meanwhile, given_up)
-        missing = [i for i, reply in enumerate(replies) if _no_script(reply)]
+        missing = [i for i, reply in enumerate(replies) if no_script(reply)]
         if missing:
             for script in {calls[i][0] for i in missing}:
                 script.sha = await self._guarded(self.budgets.client.script_load(script.script))
@@ -509,10 +315,8 @@ class RedisAdmitter:
     async def _send(
         self, calls: Sequence[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
     ) -> list[Any]:
-        commands = [
-            ("EVALSHA", script.sha, len(keys), *keys, *args) for script, (keys, args) in calls
-        ]
-        replies: list[Any] = await self._guarded(self.line.call(commands, meanwhile, given_up))
+        call = self.line.call(commands(calls), meanwhile, given_up)
+        replies: list[Any] = await self._guarded(call)
         return replies
 
     async def _guarded(self, call: Awaitable[Any]) -> Any:
@@ -520,18 +324,3 @@ class RedisAdmitter:
             return await call
         except REDIS_ERRORS as error:
             raise BudgetStoreUnavailable(str(error)) from error
-
-
-def _levels(reply: Sequence[Any], planned: Sequence[Any]) -> list[float]:
-    """Each limit's level before the admission, from the acquire script's reply."""
-    return [float(reply[2 + 2 * i]) for i in range(len(planned))]
-
-
-def _ran(reply: Any) -> bool:
-    """A script's reply, not an error in its place (NOSCRIPT: it did not run)."""
-    return not isinstance(reply, Exception)
-
-
-def _no_script(reply: Any) -> bool:
-    """Redis no longer holds the script (it restarted, or was flushed)."""
-    return isinstance(reply, ResponseError) and str(reply).startswith("NOSCRIPT")

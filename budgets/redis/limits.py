@@ -197,8 +197,8 @@ class RedisLimiter:
         self, specs: Sequence[LimitSpec], *, tokens: int, lease: str, requests: int = 1
     ) -> tuple[tuple[list[str], list[str | int]], list[PlannedCheck]]:
         """The acquire script's (keys, args), and the checks its reply answers, for a
-        caller that sends it in a pipeline with other commands (budgets/redis/
-        admitter.py); `requests` > 1 takes a worker's allowance (allowance.py)."""
+        caller that sends it in a pipeline with other commands (budgets/redis/calls.py);
+        `requests` > 1 takes a worker's allowance (allowance.py)."""
         planned = plan_checks(specs, tokens=tokens, requests=requests)
         keys = [self._lease_key(lease, specs)] + [self._key(p.scope, p.kind) for p in planned]
         args: list[str | int] = [lease, self.lease_ttl_ms]

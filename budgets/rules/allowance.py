@@ -1,7 +1,7 @@
 """A worker's allowance: a share of a budget and of a rate limit that it takes from Redis
 in one admission, and then admits its own requests from, in this process, with no round
-trip (docs/budgets.md, "Allowances"). Pure: no I/O, `now` passed in; the Redis admitter
-(redis/admitter.py) opens and closes allowances.
+trip (docs/budgets.md, "Allowances"). Pure: no I/O, `now` passed in; a worker's allowances
+on Redis (redis/allowances.py) are opened and closed with its admitter's calls.
 
 Why: a Redis round trip costs a worker on this machine ~150 µs of CPU and wakes Redis on a
 CPU the request's own processes need; one for every request kept a budgeted request at

@@ -38,8 +38,8 @@ from presets.preset_services import set_key_settings
 from presets.services import deploy_route, save_route
 from routing.engine.routes.periods import period_bounds
 from tests.management_api.clients import client_as
+from workspaces.credential_services import CredentialRules, create_credential
 from workspaces.models import Workspace
-from workspaces.services import CredentialRules, create_credential
 
 pytestmark = pytest.mark.django_db
 PAGE = "/console/acme/budgets/"

@@ -23,13 +23,10 @@ from management_api.config_apply import apply_config
 from presets.services import deploy_route, save_route
 from tests.console.conftest import PASSWORD, ROLES
 from tests.management_api.clients import client_as
+from workspaces.credential_services import CredentialRules, create_credential
 from workspaces.models import ApiKey, ProviderCredential, Workspace
 from workspaces.permissions import allows
-from workspaces.services import (
-    CredentialRules,
-    create_api_key,
-    create_credential,
-)
+from workspaces.services import create_api_key
 
 pytestmark = pytest.mark.django_db
 MANAGED_SECRET = "sk-managed-" + "m" * 24

@@ -17,9 +17,10 @@ from audit.models import AdminEvent
 from gateway.state import runtime
 from management_api.config_apply import apply_config
 from routing.engine.live import Observation, credential_series
+from workspaces.credential_services import CredentialRules, create_credential
 from workspaces.models import ProviderCredential
 from workspaces.secrets import Sealed, owner_aad, unseal
-from workspaces.services import CredentialRules, create_api_key, create_credential
+from workspaces.services import create_api_key
 
 pytestmark = pytest.mark.django_db
 SAVE = "/console/acme/credentials/save"

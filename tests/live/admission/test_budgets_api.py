@@ -87,7 +87,8 @@ def worst_case(live: Live) -> int:
 def spent_micros(live: Live, slug: str) -> int:
     """The workspace's spending as the ledger holds it (the durable truth)."""
     code = (
-        "from django.db.models import Sum; from workspaces.models import SpendEntry, Workspace;"
+        "from django.db.models import Sum; from budgets.models import SpendEntry;"
+        "from workspaces.models import Workspace;"
         f"ws = Workspace.objects.get(slug={slug!r});"
         "print(SpendEntry.objects.filter(workspace_id=ws.pk, counter__startswith=f'ws:{ws.pk}:')"
         ".aggregate(s=Sum('cost_micros'))['s'] or 0)"

@@ -174,7 +174,7 @@ def test_r_lim_2_a_gateway_killed_mid_request_leaves_a_reservation_the_sweeper_c
     assert _sweep_later(fresh_live, 3600) == "1"
     assert _sweep_later(fresh_live, 3600) == "0"
     code = (
-        "from workspaces.models import SpendEntry;"
+        "from budgets.models import SpendEntry;"
         "print([(e.kind, e.cost_micros) for e in SpendEntry.objects.filter("
         "counter__startswith='ws:').order_by('-at')[:1]])"
     )
