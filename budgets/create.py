@@ -14,9 +14,7 @@ from typing import Any
 from budgets.admitter import Admitter, StoreAdmitter
 from budgets.alerts import Alerts
 from budgets.redis.admitter import RedisAdmitter
-from budgets.redis.cluster_line import ClusterLine
 from budgets.redis.limits import RedisLimiter
-from budgets.redis.line import RedisLine
 from budgets.redis.store import RedisBudgetStore, shared_client
 from budgets.rules.allowance import ALLOWANCE_REQUESTS
 from budgets.stores.budget_store import BudgetStore, MemoryBudgetStore
@@ -71,11 +69,10 @@ def create_stores(
             raise ValueError("SWITCHYARD_ADMISSION_STORE=redis needs REDIS_URL")
         if cluster and ("{" in prefix or "}" in prefix):  # the workspaces' tags come first
             raise ValueError("SWITCHYARD_SHARED_STATE_PREFIX must not hold { or } on a cluster")
-        client = shared_client(redis_url, cluster=cluster)  # one pool for both
+        client = shared_client(redis_url, cluster=cluster)  # the stores' and the admitter's
         in_redis = RedisBudgetStore(client, ledger, prefix)
         limiter = RedisLimiter(client, prefix=prefix, lease_ttl_s=lease_ttl_s)
-        line = ClusterLine(redis_url) if cluster else RedisLine(redis_url)
-        admitter = RedisAdmitter(limiter, in_redis, line, alerts, allowance_requests)
+        admitter = RedisAdmitter(limiter, in_redis, client, alerts, allowance_requests)
         return AdmissionStores(kind, ledger, in_redis, limiter, admitter)
     budgets: BudgetStore
     budgets = DatabaseBudgetStore(run_sync) if kind == "database" else MemoryBudgetStore(ledger)

@@ -10,17 +10,18 @@ settlement no admission comes for within `SETTLE_BATCH_S` goes with the others o
 wait in a pipeline of their own. The last request under way settles at once instead: on
 an idle worker nothing is coming to ride with, and the next request's admission would
 carry the settlement's script on its own path (at c1 its pack and script were ~0.1 ms of
-the admission's ~0.6; docs/performance.md, "Admissions batched per loop turn"). Written
-first on the one connection, it is still counted before that admission.
+the admission's ~0.6; docs/performance.md, "Admissions batched per loop turn"). An
+admission asked for while it is out goes at once, on another pooled connection, and may
+reach Redis before it.
 
 A request whose client leaves once its admission's calls are out gets nothing, and gives
-back what they took when their replies come (`_given_up`), written after them on the line.
+back what they took when their replies come (`_given_up`), in a pipeline sent after them.
 
-The pipelines go on the worker's one connection for them (redis/line.py). A Redis round
-trip costs ~150 µs of the worker's CPU on this machine even so (the write, the loop's
-wake-up, the read), so four calls a request (acquire, reserve, release, settle) would cost
-more than the request's routing; this is about one a request under load, and with
-allowances about one in thirty.
+Each pipeline is one redis-py pipeline on the worker's shared client (redis/pipeline.py).
+A Redis round trip through it costs the worker ~450 µs of CPU on this machine (the pool,
+the encoding, the write, the loop's wake-up, the read; docs/performance.md), so four
+calls a request (acquire, reserve, release, settle) would cost more than the request's
+routing; this is about one a request under load, and with allowances about one in thirty.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ from typing import Any
 
 from budgets.admitter import GiveBack, Meanwhile, Taken
 from budgets.alerts import Alerts
+from budgets.redis import pipeline
 from budgets.redis.allowances import Allowances
 from budgets.redis.calls import Admission, Call, Calls, commands, no_script
-from budgets.redis.cluster_line import ClusterLine
 from budgets.redis.limits import RedisLimiter
-from budgets.redis.line import GivenUp, RedisLine
-from budgets.redis.store import MAX_REBUILDS, REDIS_ERRORS, RedisBudgetStore
+from budgets.redis.pipeline import GivenUp
+from budgets.redis.store import MAX_REBUILDS, REDIS_ERRORS, AnyRedis, RedisBudgetStore
 from budgets.rules.allowance import ALLOWANCE_REQUESTS, Room, Shape, room_after, shape_of
 from budgets.rules.holds import BudgetStoreUnavailable, Hold, Settled, Verdict
 from budgets.rules.limits import LimitSpec
@@ -56,7 +57,7 @@ Waiting = tuple[GiveBack, asyncio.Future[Settled | None]]  # a give-back and its
 class RedisAdmitter:
     limiter: RedisLimiter
     budgets: RedisBudgetStore
-    line: RedisLine | ClusterLine  # the scripts' calls; the rest (loading them) on redis-py
+    client: AnyRedis  # the worker's shared client (redis/store.py), the stores' own
     alerts: Alerts | None = None  # fired for each settlement
     allowance_requests: int = ALLOWANCE_REQUESTS  # 0: Redis admits every request itself
     _queue: list[Waiting] = field(default_factory=list)
@@ -85,10 +86,11 @@ class RedisAdmitter:
         now: float,
         meanwhile: Meanwhile = None,
     ) -> Taken:
-        """`meanwhile`, on an idle worker, runs once the calls are written and before their
-        replies are awaited: the request's own work, done while Redis answers. A busy
-        worker does not run it: there its calls wait for this turn of the loop to end,
-        and work done first would only hold up the turn's pipeline."""
+        """`meanwhile`, on an idle worker, runs once the calls are handed to their pipeline
+        and before their replies are awaited (redis/pipeline.py `send`): the request's own
+        work, done while Redis answers. A busy worker does not run it: there its calls
+        wait for this turn of the loop to end, and work done first would only hold up the
+        turn's pipeline."""
         requests = self.allowance_requests
         shape = shape_of(limits, hold) if requests else None
         if shape is not None:
@@ -146,9 +148,9 @@ class RedisAdmitter:
 
     def _given_up(self, admission: Admission, replies: list[Any]) -> None:
         """A request that gave up (its client left) after its admission's calls were
-        written gives back what they took, once their replies say what that was — sent
-        after them on the line, so Redis runs it after them. Otherwise the reservation
-        would stay open until the sweeper charged it in full."""
+        handed to their pipeline gives back what they took, once their replies say what
+        that was — sent when those replies have come, so Redis runs it after them.
+        Otherwise the reservation would stay open until the sweeper charged it in full."""
         calls = self.calls.given_up(admission, replies)
         if calls:
             self.spawn(self._give_back_for(admission.lease, calls))
@@ -163,9 +165,9 @@ class RedisAdmitter:
 
     async def reserved(self, hold: Hold, reply: Any) -> Verdict:
         """The reservation's verdict. Counters Redis did not hold (a new period, a flush)
-        are rebuilt from the ledger and the reservation asked for again — on the line,
-        with the others asked for meanwhile: a burst at a period's start retries ~100
-        reservations a worker at once, and through redis-py's pool each wanted a
+        are rebuilt from the ledger and the reservation asked for again — in the turn's
+        pipeline, with the others asked for meanwhile: a burst at a period's start retries
+        ~100 reservations a worker at once, and each asked for alone wanted a pooled
         connection of its own (a loaded machine timed some out connecting, and refused
         402s as 503s)."""
         for _ in range(MAX_REBUILDS):
@@ -202,7 +204,7 @@ class RedisAdmitter:
 
     def _send_next(self) -> None:
         """The admissions waiting go now, in a task, with the settlements waiting; none
-        waiting, the line is free."""
+        waiting, the next admission may go at once."""
         self._takes_out = bool(self._takes)
         if self._takes_out:
             self.spawn(self._send_takes())
@@ -315,7 +317,7 @@ class RedisAdmitter:
     async def _send(
         self, calls: Sequence[Call], meanwhile: Meanwhile = None, given_up: GivenUp = None
     ) -> list[Any]:
-        call = self.line.call(commands(calls), meanwhile, given_up)
+        call = pipeline.send(self.client, commands(calls), meanwhile, given_up)
         replies: list[Any] = await self._guarded(call)
         return replies
 

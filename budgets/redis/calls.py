@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from redis.commands.core import AsyncScript
-from redis.exceptions import ResponseError
+from redis.exceptions import NoScriptError
 
 from budgets.admitter import GiveBack
 from budgets.redis.limits import RedisLimiter, acquired
@@ -132,7 +132,7 @@ class Calls:
 
     def given_up(self, admission: Admission, replies: Sequence[Any]) -> list[Call]:
         """The calls that give back what a request's admission took, read from its replies
-        as they came off the line: an error in a reply's place (NOSCRIPT) took nothing."""
+        as they came: an error in a reply's place (NOSCRIPT) took nothing."""
         limits = (
             bool(admission.limits)
             and ran(replies[0])
@@ -175,7 +175,7 @@ class Calls:
 
 
 def commands(calls: Sequence[Call]) -> list[tuple[Any, ...]]:
-    """The calls as commands for the line: by sha, not through redis-py's Script objects,
+    """The calls as commands for a pipeline: by sha, not through redis-py's Script objects,
     which would ask Redis whether the scripts exist on every pipeline (a round trip)."""
     return [("EVALSHA", script.sha, len(keys), *keys, *args) for script, (keys, args) in calls]
 
@@ -186,5 +186,6 @@ def ran(reply: Any) -> bool:
 
 
 def no_script(reply: Any) -> bool:
-    """Redis no longer holds the script (it restarted, or was flushed)."""
-    return isinstance(reply, ResponseError) and str(reply).startswith("NOSCRIPT")
+    """Redis no longer holds the script (it restarted, or was flushed): its NOSCRIPT
+    reply, which redis-py's parser reads as a `NoScriptError`."""
+    return isinstance(reply, NoScriptError)

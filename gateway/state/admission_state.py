@@ -44,12 +44,9 @@ async def stop() -> None:
     await drain()
     await _stores.admitter.aclose()  # (a worker's allowances settle: allowance.py)
     await _stores.ledger.flush()
-    client = getattr(_stores.budgets, "client", None)  # Redis: one client for both stores
+    client = getattr(_stores.budgets, "client", None)  # Redis: the stores' and the admitter's
     if client is not None:
         await client.aclose()
-    line = getattr(_stores.admitter, "line", None)  # and the admissions' own connection
-    if line is not None:
-        await line.close()
 
 
 def reset() -> None:

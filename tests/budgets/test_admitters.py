@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 
 import pytest
 import redis.asyncio as redis
@@ -17,7 +18,6 @@ from asgiref.sync import sync_to_async
 from budgets.admitter import GiveBack, StoreAdmitter
 from budgets.redis.admitter import RedisAdmitter
 from budgets.redis.limits import RedisLimiter
-from budgets.redis.line import RedisLine
 from budgets.redis.store import RedisBudgetStore, shared_pool
 from budgets.rules.budgets import BudgetRule, charges
 from budgets.rules.holds import BudgetStoreUnavailable, Hold
@@ -45,9 +45,9 @@ def redis_admitter() -> RedisAdmitter:
         pytest.skip("the Redis admitter needs REDIS_URL")
     client = redis.Redis(connection_pool=shared_pool(os.environ["REDIS_URL"]))
     prefix = redis_prefix()
-    return RedisAdmitter(RedisLimiter(client, prefix=prefix),
-                         RedisBudgetStore(client, _ledger(), prefix),
-                         RedisLine(os.environ["REDIS_URL"]))  # fmt: skip
+    limiter = RedisLimiter(client, prefix=prefix)
+    budgets = RedisBudgetStore(client, _ledger(), prefix)
+    return RedisAdmitter(limiter, budgets, client)
 
 
 ADMITTERS = [memory_admitter, redis_admitter]
@@ -228,10 +228,11 @@ def test_r_pol_2_a_request_that_gives_up_while_redis_answers_keeps_nothing(busy)
         # when a request's client leaves once its admission's calls are out (or queued for
         # this turn's pipeline), before their replies come
         gone = _hold("gone", now)
+        asked = _asking(admitter)
         leaving = asyncio.ensure_future(admitter.take(limits, 10, "gone", gone, now))
-        # (its first step: the calls written, its replies awaited; polled every turn, so
-        # that it leaves in the very turn they went out, before a reply can be read)
-        await until(lambda: _asked(admitter), "its admission's calls out", interval_s=0)
+        # (its first step: the calls handed to their pipeline, its replies awaited; polled
+        # every turn, so that it leaves in the very turn they went out, before a reply)
+        await until(asked, "its admission's calls out", interval_s=0)
         leaving.cancel()
         with pytest.raises(asyncio.CancelledError):
             await leaving
@@ -244,7 +245,7 @@ def test_r_pol_2_a_request_that_gives_up_while_redis_answers_keeps_nothing(busy)
 
         # (waited for by the reservation's `done` marker, which the give-back sets: the
         # counter alone reads the same before Redis has run the reservation as after the
-        # give-back, and another connection's read can overtake the line's write)
+        # give-back, and another connection's read can overtake the pipeline's write)
         done = admitter.budgets.hold_keys(gone.workspace_id, gone.request_id)[2]
         await until(lambda: admitter.budgets.client.exists(done), "its give-back", interval_s=0.01)
         assert await budget() == (before.reserved_micros, before.requests)
@@ -253,11 +254,18 @@ def test_r_pol_2_a_request_that_gives_up_while_redis_answers_keeps_nothing(busy)
     asyncio.run(run())
 
 
-def _asked(admitter: RedisAdmitter) -> bool:
-    """An admission's calls are out: written on the line, or queued for this turn's
-    pipeline."""
-    line = admitter.line._open
-    return bool(admitter._takes) or (line is not None and bool(line.waiting))
+def _asking(admitter: RedisAdmitter) -> Callable[[], bool]:
+    """Whether an admission's calls are out from now on: handed to a pipeline (its task
+    started), or queued for this turn's pipeline."""
+    sent: list[int] = []
+    send = admitter._send
+
+    async def counted(calls, meanwhile=None, given_up=None):  # type: ignore[no-untyped-def]
+        sent.append(len(calls))
+        return await send(calls, meanwhile, given_up)
+
+    admitter._send = counted  # type: ignore[method-assign]
+    return lambda: bool(admitter._takes or sent)
 
 
 def _counting_pipelines(admitter: RedisAdmitter) -> list[list[str]]:
@@ -343,8 +351,10 @@ def test_r_lim_2_a_settlement_redis_cannot_take_still_reaches_the_ledger() -> No
         hold = _hold("gone", now)
         assert (await admitter.take([], 0, "gone", hold, now)).admitted
         # given Redis goes away while the request runs
-        line = admitter.line
-        admitter.line = RedisLine(f"redis://127.0.0.1:{free_port()}")  # nothing listens
+        reachable = admitter.client
+        admitter.client = redis.Redis(  # nothing listens
+            connection_pool=shared_pool(f"redis://127.0.0.1:{free_port()}")
+        )
         # when the request ends, its settlement fails
         with pytest.raises(BudgetStoreUnavailable):
             await asyncio.wait_for(admitter.give_back(GiveBack((), "gone", 0, 0, hold, 400, now)),
@@ -359,13 +369,55 @@ def test_r_lim_2_a_settlement_redis_cannot_take_still_reaches_the_ledger() -> No
         await admitter.budgets.client.delete(
             *await admitter.budgets.client.keys(f"{admitter.budgets.prefix}:*:budget:*")
         )
-        admitter.line = line
+        admitter.client = reachable
         assert (await admitter.budgets.read([counter]))[counter].spent_micros == 400
 
     asyncio.run(run())
 
 
-def test_r_pol_2_a_burst_at_a_periods_start_asks_again_in_one_pipeline_on_the_line() -> None:
+def test_scripts_redis_no_longer_holds_are_loaded_again_and_only_their_calls_rerun() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        await _load_scripts(admitter)
+        # (the period's counter made: no rebuild and second ask to count)
+        assert (await admitter.take([], 0, "warm", _hold("warm", now), now)).admitted
+        sent = _counting_pipelines(admitter)
+        reserve = admitter.budgets.scripts[0]
+        # given a Redis that lost the reserve script (a restart): its calls answer NOSCRIPT
+        loaded, reserve.sha = reserve.sha, "0" * 40
+        limits = [LimitSpec("key:1:bot", requests_per_minute=10)]
+        # when a request asks to be admitted on its limit and its budget
+        taken = await admitter.take(limits, 10, "r", _hold("r", now), now)
+        # then the script was loaded again and the reservation asked for again, alone
+        # (the limit's script had run: sent again, it would count the request twice)
+        assert taken.admitted
+        assert reserve.sha == loaded
+        assert sent == [["limit", "reserve"], ["reserve"]]
+        (use,) = await admitter.limiter.usage(limits, now=time.time())
+        assert 0.9 < use.used <= 1
+
+    asyncio.run(run())
+
+
+def test_r_lim_1_an_admission_redis_cannot_be_reached_for_is_refused_as_unavailable() -> None:
+    async def run() -> None:
+        admitter, now = redis_admitter(), time.time()
+        # given a worker whose Redis is away (nothing listens)
+        admitter.client = redis.Redis(
+            connection_pool=shared_pool(f"redis://127.0.0.1:{free_port()}")
+        )
+        # when a budgeted, limited request asks to be admitted
+        limits = [LimitSpec("key:1:bot", requests_per_minute=10)]
+        started = time.monotonic()
+        with pytest.raises(BudgetStoreUnavailable):
+            await admitter.take(limits, 10, "r", _hold("r", now), now)
+        # then it is refused (503 budget_store_unavailable), without waiting for long
+        assert time.monotonic() - started < 3
+
+    asyncio.run(run())
+
+
+def test_r_pol_2_a_burst_at_a_periods_start_asks_again_in_the_turns_pipelines() -> None:
     """Every request of a burst finds its new period's counters missing. Asked for again
     through redis-py's pool, each wanted a pooled connection of its own at once, and on a
     loaded machine some timed out connecting: 402s answered as 503s."""
@@ -385,7 +437,7 @@ def test_r_pol_2_a_burst_at_a_periods_start_asks_again_in_one_pipeline_on_the_li
             admitter.take([], 0, f"r{i}", _hold(f"r{i}", now, cap), now) for i in range(50)
         ))  # fmt: skip
         # then all fifty asked, and once the counters were rebuilt asked again, in a few
-        # pipelines on the line (the first request alone, then the others together)
+        # pipelines (the first request alone, then the others together)
         assert sent[:2] == [["reserve"], ["reserve"] * 49]
         assert sum(len(calls) for calls in sent) == 100
         assert len(sent) <= 4

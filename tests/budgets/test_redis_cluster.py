@@ -21,8 +21,8 @@ from redis.crc import key_slot
 
 from budgets.admitter import GiveBack
 from budgets.create import create_stores
+from budgets.redis import pipeline
 from budgets.redis.admitter import RedisAdmitter
-from budgets.redis.cluster_line import ClusterLine
 from budgets.redis.limits import RedisLimiter
 from budgets.redis.store import RedisBudgetStore, shared_client
 from budgets.rules.budgets import BudgetRule, charges, key_scope, workspace_scope
@@ -65,7 +65,7 @@ def _admitter(url: str, prefix: str, allowance_requests: int = 0) -> RedisAdmitt
     client = shared_client(url, cluster=True)
     ledger = Ledger(flush_s=0.01, run_sync=run_sync)
     limiter, budgets = RedisLimiter(client, prefix=prefix), RedisBudgetStore(client, ledger, prefix)
-    return RedisAdmitter(limiter, budgets, ClusterLine(url), None, allowance_requests)
+    return RedisAdmitter(limiter, budgets, client, None, allowance_requests)
 
 
 def _hold(workspace_id: int, request: str, now: float, cap: int = 20 * WORST) -> Hold:
@@ -165,19 +165,26 @@ def test_r_pol_2_allowances_open_and_close_on_a_cluster(cluster) -> None:
     asyncio.run(run())
 
 
-def test_a_stale_slot_map_is_corrected_after_moved(cluster) -> None:
+def test_one_pipeline_runs_each_script_on_its_keys_master_and_follows_moved(cluster) -> None:
     async def run() -> None:
-        line = ClusterLine(cluster)
+        client = shared_client(cluster, cluster=True)
         sha = _sha(cluster)
         commands = [("EVALSHA", sha, 1, f"t:{{w{ws}}}:x", ws) for ws in WORKSPACES]
-        assert [int(r) for r in await line.call(commands)] == list(WORKSPACES)
+        keys = [str(command[3]) for command in commands]
+        assert len(_masters_of(cluster, keys)) == 3
+        # when one pipeline carries scripts whose keys are on every master
+        replies = await pipeline.send(client, commands)
+        # then each ran on its key's master (a master refuses a key of another's slot)
+        assert [int(r) for r in replies] == list(WORKSPACES)
         # given a map that says one master holds every slot (a resharding it missed)
-        one = next(iter(line._lines))
-        line._owners = [one] * len(line._owners or [])
-        # then the commands the others hold come back MOVED, go again, and all answer
-        assert [int(r) for r in await line.call(commands)] == list(WORKSPACES)
-        assert len(set(line._owners or [])) == 3
-        await line.close()
+        nodes = client.nodes_manager
+        one = nodes.get_node_from_slot(key_slot(keys[0].encode()))
+        for slot in nodes.slots_cache:
+            nodes.slots_cache[slot] = [one]
+        # then the scripts the others hold come back MOVED, go again, and all answer
+        assert [int(r) for r in await pipeline.send(client, commands)] == list(WORKSPACES)
+        assert len({nodes.get_node_from_slot(key_slot(k.encode())).port for k in keys}) == 3
+        await client.aclose()
 
     asyncio.run(run())
 
@@ -240,8 +247,8 @@ def test_the_stores_settings_pick_the_cluster_and_refuse_a_braced_prefix(cluster
                          run_sync=run_sync, flush_s=1, count_alert=lambda *_: None,
                       cluster=True)  # fmt: skip
     assert isinstance(made.admitter, RedisAdmitter)
-    assert isinstance(made.admitter.line, ClusterLine)
-    assert isinstance(made.admitter.budgets.client, aredis.RedisCluster)
+    assert isinstance(made.admitter.client, aredis.RedisCluster)
+    assert made.admitter.budgets.client is made.admitter.client
     with pytest.raises(ValueError, match="must not hold"):
         create_stores("redis", redis_url=cluster, prefix="a{b}", lease_ttl_s=60,
                       run_sync=run_sync, flush_s=1, count_alert=lambda *_: None,
