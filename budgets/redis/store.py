@@ -24,6 +24,8 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
@@ -179,8 +181,15 @@ def shared_client(url: str, *, cluster: bool = False) -> AnyRedis:
     the one node `url` names and sends each command to its key's master; a pool per
     master, connections opened as calls need them."""
     if cluster:
+        # One retry, at once: enough to follow a failover's new topology, and a master
+        # that does not answer fails its calls within a few seconds (closed), not after
+        # redis-py's default ten attempts with backoff.
         return redis.RedisCluster.from_url(
-            url, socket_connect_timeout=2, socket_timeout=2, health_check_interval=30
+            url,
+            socket_connect_timeout=2,
+            socket_timeout=2,
+            health_check_interval=30,
+            retry=Retry(NoBackoff(), 1),
         )
     return redis.Redis(connection_pool=shared_pool(url))
 
