@@ -38,7 +38,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import orjson
@@ -58,6 +58,7 @@ LOAD_WAIT_S = 1.0  # ASGI start-up waits at most this long for the first load
 CONNECT_TIMEOUT_S = 1.0
 COMMAND_TIMEOUT_S = 2.0
 LISTEN_POLL_S = 5.0  # pub/sub read timeout; between reads redis-py runs its health checks
+CLOSE_TIMEOUT_S = 1.0  # for a client or pub/sub connection to close (`_closed`)
 MAX_QUEUED = 10_000  # changes waiting for Redis; past it the oldest are dropped (they expire)
 BATCH = 500  # changes per pipeline round trip, keys per MGET on load
 REDIS_ERRORS = (RedisError, OSError)  # OSError covers refused connections and timeouts
@@ -230,27 +231,28 @@ class SharedState:
         try:
             await self._read(client)
         finally:  # also when the loop ends without stop() (asyncio.run cancels its tasks)
-            with contextlib.suppress(*REDIS_ERRORS):
-                await client.aclose()
+            await _closed(client.aclose())
 
     async def _read(self, client: AnyRedis) -> None:
         while True:
+            pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
-                async with client.pubsub(ignore_subscribe_messages=True) as pubsub:
-                    await pubsub.subscribe(self.channel)
-                    await self._load(client)  # after subscribing: no change falls in between
-                    self._came_back()
-                    self._loaded.set()
-                    while True:
-                        message = await pubsub.get_message(
-                            ignore_subscribe_messages=True, timeout=LISTEN_POLL_S
-                        )
-                        if message is not None:
-                            self._apply(message["data"])
+                await pubsub.subscribe(self.channel)
+                await self._load(client)  # after subscribing: no change falls in between
+                self._came_back()
+                self._loaded.set()
+                while True:
+                    message = await pubsub.get_message(
+                        ignore_subscribe_messages=True, timeout=LISTEN_POLL_S
+                    )
+                    if message is not None:
+                        self._apply(message["data"])
             except REDIS_ERRORS as error:
                 self._went_down(error)
             except Exception:  # a bug here must not end the sharing for good
                 log.exception("shared state: the reader failed; restarting it")
+            finally:
+                await _closed(pubsub.aclose())
             self._loaded.set()  # start-up does not wait for a Redis that is down
             await asyncio.sleep(RETRY_S)
 
@@ -328,3 +330,11 @@ def _announcer(url: str, cluster: bool) -> SyncRedis | SyncRedisCluster:
     """One pooled client per process: an `apply` saving many rows announces each."""
     connect = SyncRedisCluster.from_url if cluster else SyncRedis.from_url
     return connect(url, socket_connect_timeout=CONNECT_TIMEOUT_S, socket_timeout=COMMAND_TIMEOUT_S)
+
+
+async def _closed(closing: Awaitable[object]) -> None:
+    """Await a redis-py close for at most CLOSE_TIMEOUT_S. Closing a pub/sub connection
+    can wait for its socket forever (redis/redis-py#3941), and the reader closes while
+    its task is cancelled, when the event loop ends: unbounded, that end never came."""
+    with contextlib.suppress(TimeoutError, *REDIS_ERRORS):
+        await asyncio.wait_for(closing, CLOSE_TIMEOUT_S)
