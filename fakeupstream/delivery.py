@@ -147,6 +147,9 @@ async def answer_early_fault(ex: Exchange) -> bool:
         # Never resolved: the connection cancels this task when the client goes away.
         await asyncio.get_running_loop().create_future()
         return True
+    if fault.kind is FaultKind.HOLD:
+        await ex.state.released.wait()
+        return False
     if fault.kind is FaultKind.DISCONNECT:
         ex.conn.close()
         return True

@@ -18,6 +18,7 @@ from typing import Any
 class FaultKind(StrEnum):
     STATUS = "status"  # answer with this HTTP status (300-599) and a provider-shaped error body
     HANG = "hang"  # accept the request and never answer, until the client disconnects
+    HOLD = "hold"  # accept the request and answer normally once released (POST /_fake/release)
     DISCONNECT = "disconnect"  # close the connection without a response
     DROP_MID_STREAM = "drop_mid_stream"  # send N content chunks, then close abruptly
     MALFORMED = "malformed"  # HTTP 200 with a body (or SSE line) that does not parse

@@ -72,6 +72,11 @@ class FakeUpstreamProcess:
         entries = [{"fault": item} if isinstance(item, str) else dict(item) for item in faults]
         return self._call("POST", "/_fake/faults", {"faults": entries, "down": down})
 
+    def release(self) -> None:
+        """`POST /_fake/release`: the requests a `hold` fault keeps answer now, and those
+        it meets later pass at once (until reset)."""
+        self._call("POST", "/_fake/release")
+
     def set_cache_mode(self, mode: str) -> None:
         """Report cached prompt tokens as `none`, `always` or `repeat` from now on (until
         reset, which restores the profile's mode)."""

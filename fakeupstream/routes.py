@@ -129,6 +129,9 @@ def answer_control(state: ServerState, request: Request, conn: Connection) -> No
     elif action == ("POST", "/_fake/reset"):
         state.reset()
         conn.respond(200, JSON, b'{"ok": true}')
+    elif action == ("POST", "/_fake/release"):
+        state.released.set()  # the held requests answer, and later holds pass at once
+        conn.respond(200, JSON, b'{"released": true}')
     elif action == ("POST", "/_fake/faults"):
         try:
             state.script = parse_fault_script(orjson.loads(request.body or b"{}"))

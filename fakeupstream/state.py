@@ -5,6 +5,7 @@ it to how the process started.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import random
 from collections import Counter
@@ -41,6 +42,7 @@ class ServerState:
         self.cache_mode: CacheMode = self.settings.cached_tokens  # POST /_fake/cache changes it
         self.echo = False  # POST /_fake/echo: error answers quote the credential and prompt
         self.in_flight = 0  # /v1 handlers running now (a stream runs until its end)
+        self.released = asyncio.Event()  # set by POST /_fake/release: held requests answer
         self.cancelled = 0  # handlers cut short because the client closed the connection
         # The usage each reply reported, by the request's `user` field: what a gateway's
         # ledger must add up to (deploy/rollout.py).

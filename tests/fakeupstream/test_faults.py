@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
 import httpx
@@ -48,6 +49,20 @@ def test_hang_never_answers_and_the_server_stays_healthy(client):
         client.post(CHAT, json=chat_body(), headers=faulted("hang"), timeout=0.3)
     # then
     assert client.post(CHAT, json=chat_body(), headers=OPENAI_AUTH).status_code == 200
+
+
+def test_hold_answers_once_released_and_not_before(fake, client):
+    # given two requests held by the fault
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        hold = faulted("hold")
+        held = [pool.submit(client.post, CHAT, json=chat_body(), headers=hold) for _ in "ab"]
+        wait_for(lambda: fake.stats()["in_flight"] == 2, "both requests to be held", 5)
+        assert not any(answer.done() for answer in held)
+        # when they are released
+        fake.release()
+        # then both answer normally, and a later hold passes at once
+        assert [answer.result().status_code for answer in held] == [200, 200]
+    assert client.post(CHAT, json=chat_body(), headers=faulted("hold")).status_code == 200
 
 
 def test_disconnect_closes_without_a_response(client):
