@@ -2,8 +2,8 @@
 admitting its requests with no round trip; opened, one a shape at a time, when the last
 admission of that shape left room for `HEADROOM` more of them; closed, once they admit
 no more and their last request has ended, by settling their reservation and giving back
-the requests they did not admit. Their calls (redis/calls.py) go on the admitter's line
-(redis/admitter.py), with its admissions.
+the requests they did not admit. Their calls (redis/calls.py) go in the admitter's
+pipelines (redis/admitter.py), with its admissions.
 """
 
 from __future__ import annotations
