@@ -5,6 +5,7 @@ through a service, so each is audited (actor `cli:bootstrap`)."""
 from __future__ import annotations
 
 import secrets
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from management_api.config_apply import apply_config
 from workspaces.models import Workspace
 from workspaces.services import create_superuser, rotate_api_key, set_membership
 
-DEMO_CONFIG = Path(__file__).resolve().parents[2] / "demo" / "switchyard-demo.yaml"
+# The gateway's package data (pyproject.toml), found wherever the package is installed.
+DEMO_CONFIG = resources.files("gateway") / "demo" / "switchyard-demo.yaml"
 
 
 def _admin_password() -> str:
